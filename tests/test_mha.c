@@ -1,0 +1,543 @@
+/* The test suite of mha.h: PyTorch reference vectors, the seed's questions,
+   properties, every status code, workspace and number handling.
+   The implementation is compiled in tests/test_impl.c, so this file also
+   proves that a second translation unit links against it. */
+#include "test_util.h"
+
+#ifdef REF_VECTORS_FILE
+#include REF_VECTORS_FILE
+#else
+#include "ref_vectors.h"
+#endif
+
+/* ---- reference vectors ---------------------------------------------------- */
+
+#define TOL 1e-5f /* max |y - y_ref| <= TOL * (1 + max |y_ref|) */
+
+typedef struct group_stat {
+    const char *group;
+    float worst; /* worst error relative to the case's allowance 1 + max|ref| */
+    float worst_abs;
+    int cases;
+} group_stat;
+
+static void test_reference_vectors(void) {
+    group_stat groups[32];
+    int n_groups = 0, c, g;
+    for (c = 0; c < REF_CASE_COUNT; ++c) {
+        const ref_case *rc = &ref_cases[c];
+        size_t n_out = (size_t)rc->batch * (size_t)rc->n * (size_t)rc->shape.p_o;
+        size_t n_attn = (size_t)rc->batch * (size_t)rc->shape.heads * (size_t)rc->n * (size_t)rc->m;
+        size_t bytes = mha_workspace_size(&rc->shape, rc->batch, rc->n, rc->m);
+        float *out = (float *)calloc(n_out, sizeof(float));
+        float *attn = rc->attn ? (float *)calloc(n_attn, sizeof(float)) : NULL;
+        void *ws = malloc(bytes);
+        mha_status st = mha_forward(&rc->shape, &rc->w, rc->batch, rc->n, rc->m, rc->queries, rc->keys, rc->values,
+                                    &rc->mask, out, attn, ws, bytes);
+        float err = tu_max_diff(out, rc->out, n_out), allow = 1.0f + tu_max_abs(rc->out, n_out);
+        CHECK(st == MHA_OK, "%s/%s: status %d", rc->group, rc->name, (int)st);
+        CHECK(err <= TOL * allow, "%s/%s: out error %g > %g", rc->group, rc->name, (double)err,
+              (double)(TOL * allow));
+        if (attn) {
+            float ea = tu_max_diff(attn, rc->attn, n_attn);
+            CHECK(ea <= TOL * 2.0f, "%s/%s: attn error %g", rc->group, rc->name, (double)ea);
+            if (ea / 2.0f > err / allow) err = ea, allow = 2.0f;
+        }
+        for (g = 0; g < n_groups && strcmp(groups[g].group, rc->group) != 0; ++g) {}
+        if (g == n_groups) {
+            groups[g].group = rc->group;
+            groups[g].worst = 0.0f;
+            groups[g].worst_abs = 0.0f;
+            groups[g].cases = 0;
+            ++n_groups;
+        }
+        ++groups[g].cases;
+        if (err / allow > groups[g].worst || err != err) groups[g].worst = err / allow, groups[g].worst_abs = err;
+        free(out);
+        free(attn);
+        free(ws);
+    }
+    printf("reference vectors: %d cases, tolerance %.0e * (1 + max|ref|)\n", REF_CASE_COUNT, (double)TOL);
+    for (g = 0; g < n_groups; ++g)
+        printf("  %-24s %2d cases  worst |err| %.3g  (%.3g of the tolerance)\n", groups[g].group, groups[g].cases,
+               (double)groups[g].worst_abs, (double)(groups[g].worst / TOL));
+}
+
+/* mha_forward agrees with mha_head -> mha_concat -> mha_output, for every
+   reference case whose mask mha_head can express (none, or [batch] lengths). */
+static void test_composition(void) {
+    int c, checked = 0;
+    for (c = 0; c < REF_CASE_COUNT; ++c) {
+        const ref_case *rc = &ref_cases[c];
+        const mha_shape *s = &rc->shape;
+        size_t n_out = (size_t)rc->batch * (size_t)rc->n * (size_t)s->p_o;
+        size_t bytes = mha_workspace_size(s, rc->batch, rc->n, rc->m);
+        size_t head_bytes = mha_workspace_size(s, 1, 1, rc->m);
+        float *fwd, *cmp, *heads, *cat;
+        const float *hp[64];
+        void *ws;
+        int32_t b, t, i;
+        int ok = 1;
+        if (rc->mask.causal || rc->mask.keep || rc->mask.bias || rc->mask.valid_lens_per_query || s->heads > 64)
+            continue;
+        fwd = (float *)malloc(n_out * sizeof(float));
+        cmp = (float *)malloc(n_out * sizeof(float));
+        heads = (float *)malloc((size_t)s->heads * (size_t)s->p_v * sizeof(float));
+        cat = (float *)malloc((size_t)s->heads * (size_t)s->p_v * sizeof(float));
+        ws = malloc(bytes > head_bytes ? bytes : head_bytes);
+        CHECK(head_bytes <= bytes, "%s: head workspace larger than forward's", rc->name);
+        ok &= mha_forward(s, &rc->w, rc->batch, rc->n, rc->m, rc->queries, rc->keys, rc->values, &rc->mask, fwd,
+                          NULL, ws, bytes) == MHA_OK;
+        for (b = 0; b < rc->batch; ++b) {
+            const float *k = rc->keys + (size_t)b * (size_t)rc->m * (size_t)s->d_k;
+            const float *v = rc->values + (size_t)b * (size_t)rc->m * (size_t)s->d_v;
+            int32_t len = rc->mask.valid_lens ? rc->mask.valid_lens[b] : rc->m;
+            for (t = 0; t < rc->n; ++t) {
+                size_t row = (size_t)b * (size_t)rc->n + (size_t)t;
+                for (i = 0; i < s->heads; ++i) {
+                    hp[i] = heads + (size_t)i * (size_t)s->p_v;
+                    ok &= mha_head(s, &rc->w, i, rc->queries + row * (size_t)s->d_q, k, v, rc->m, len,
+                                   heads + (size_t)i * (size_t)s->p_v, ws, head_bytes) == MHA_OK;
+                }
+                ok &= mha_concat(s->heads, s->p_v, hp, cat) == MHA_OK;
+                ok &= mha_output(s, &rc->w, cat, cmp + row * (size_t)s->p_o) == MHA_OK;
+            }
+        }
+        CHECK(ok, "%s/%s: a step returned an error", rc->group, rc->name);
+        CHECK(memcmp(fwd, cmp, n_out * sizeof(float)) == 0, "%s/%s: forward != head->concat->output (max %g)",
+              rc->group, rc->name, (double)tu_max_diff(fwd, cmp, n_out));
+        ++checked;
+        free(fwd); free(cmp); free(heads); free(cat); free(ws);
+    }
+    printf("composition head -> concat -> output equals forward bitwise on %d cases\n", checked);
+}
+
+/* ---- the seed's worked questions ------------------------------------------ */
+
+static void test_seed_questions(void) {
+    mha_shape s;
+    mha_weight_counts c;
+    float heads[8][64], cat[8 * 64 + 1];
+    const float *hp[8];
+    int i, a, ok = 1;
+    /* 8 heads of 64 concatenate to a 512-vector */
+    for (i = 0; i < 8; ++i) {
+        for (a = 0; a < 64; ++a) heads[i][a] = (float)(i * 1000 + a);
+        hp[i] = heads[i];
+    }
+    cat[512] = -1.0f;
+    CHECK(mha_concat(8, 64, hp, cat) == MHA_OK, "concat 8 x 64");
+    for (i = 0; i < 8; ++i)
+        for (a = 0; a < 64; ++a) ok &= cat[i * 64 + a] == heads[i][a];
+    CHECK(ok && cat[512] == -1.0f, "8 heads of 64 fill exactly cat[0..511], in head order");
+    memset(&s, 0, sizeof s);
+    s.heads = 8; s.d_q = s.d_k = s.d_v = 512; s.p_q = s.p_k = s.p_v = 64; s.p_o = 512;
+    CHECK(mha_weight_counts_get(&s, &c) == MHA_OK && c.w_o == 512u * 512u && c.b_q == 512u,
+          "8 x 64: the concatenation has 512 entries, W_o is 512 x 512");
+    /* 12 heads of 64 with a 768 output need W_o of 768 x 768 */
+    s.heads = 12; s.d_q = s.d_k = s.d_v = 768; s.p_o = 768;
+    CHECK(mha_weight_counts_get(&s, &c) == MHA_OK && c.w_o == 768u * 768u && c.b_o == 768u,
+          "12 x 64 with p_o 768: W_o has %lu entries, want 768 x 768", (unsigned long)c.w_o);
+    printf("seed: 8 heads x 64 -> concat of 512; 12 heads x 64, p_o 768 -> W_o %lu = 768 x 768\n",
+           (unsigned long)c.w_o);
+}
+
+/* ---- properties ------------------------------------------------------------ */
+
+static mha_shape shape_of(int32_t heads, int32_t kv, int32_t d_q, int32_t d_k, int32_t d_v, int32_t p_qk,
+                          int32_t p_v, int32_t p_o, int additive) {
+    mha_shape s;
+    memset(&s, 0, sizeof s);
+    s.heads = heads; s.kv_heads = kv; s.d_q = d_q; s.d_k = d_k; s.d_v = d_v;
+    s.p_q = p_qk; s.p_k = additive ? p_qk + 1 : p_qk; s.p_v = p_v; s.p_o = p_o;
+    s.score = additive ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
+    s.p_a = additive ? 5 : 0;
+    return s;
+}
+
+/* Permuting key/value pairs leaves the output unchanged when nothing is masked. */
+static void test_permutation(int additive) {
+    mha_shape s = shape_of(4, 2, 7, 5, 6, 4, 3, 8, additive);
+    tu_problem p;
+    int32_t j, perm[9], b;
+    float *ref, *pk, *pv;
+    size_t n_out;
+    tu_problem_make(&p, &s, 2, 3, 9, 1);
+    n_out = (size_t)p.batch * (size_t)p.n * (size_t)s.p_o;
+    ref = (float *)malloc(n_out * sizeof(float));
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "permutation: forward");
+    memcpy(ref, p.out, n_out * sizeof(float));
+    for (j = 0; j < 9; ++j) perm[j] = (j * 4 + 3) % 9; /* a permutation: 4 is coprime with 9 */
+    pk = (float *)malloc((size_t)p.batch * 9 * (size_t)s.d_k * sizeof(float));
+    pv = (float *)malloc((size_t)p.batch * 9 * (size_t)s.d_v * sizeof(float));
+    for (b = 0; b < p.batch; ++b)
+        for (j = 0; j < 9; ++j) {
+            memcpy(pk + ((size_t)b * 9 + (size_t)j) * (size_t)s.d_k, p.k + ((size_t)b * 9 + (size_t)perm[j]) * (size_t)s.d_k,
+                   (size_t)s.d_k * sizeof(float));
+            memcpy(pv + ((size_t)b * 9 + (size_t)j) * (size_t)s.d_v, p.v + ((size_t)b * 9 + (size_t)perm[j]) * (size_t)s.d_v,
+                   (size_t)s.d_v * sizeof(float));
+        }
+    memcpy(p.k, pk, (size_t)p.batch * 9 * (size_t)s.d_k * sizeof(float));
+    memcpy(p.v, pv, (size_t)p.batch * 9 * (size_t)s.d_v * sizeof(float));
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "permutation: forward");
+    CHECK(tu_max_diff(ref, p.out, n_out) <= 1e-6f * (1.0f + tu_max_abs(ref, n_out)),
+          "permuting keys changes the output by %g (additive %d)", (double)tu_max_diff(ref, p.out, n_out), additive);
+    free(ref); free(pk); free(pv);
+    tu_problem_free(&p);
+}
+
+/* Masking key j (by keep, or by a -inf bias) is the same as deleting it. */
+static void test_mask_is_delete(int additive) {
+    mha_shape s = shape_of(3, 1, 6, 4, 5, 3, 4, 7, additive);
+    tu_problem p, d;
+    mha_mask mask;
+    uint8_t *keep;
+    float *bias;
+    int32_t b, t, j, jd = 2, m = 6;
+    size_t n_out, i;
+    tu_seed(77);
+    tu_problem_make(&p, &s, 2, 3, m, 1);
+    tu_problem_make(&d, &s, 2, 3, m - 1, 1);
+    d.w = p.w; /* same weights */
+    memcpy(d.q, p.q, (size_t)p.batch * (size_t)p.n * (size_t)s.d_q * sizeof(float));
+    for (b = 0; b < p.batch; ++b)
+        for (j = 0, i = 0; j < m; ++j) {
+            if (j == jd) continue;
+            memcpy(d.k + ((size_t)b * (size_t)(m - 1) + i) * (size_t)s.d_k, p.k + ((size_t)b * (size_t)m + (size_t)j) * (size_t)s.d_k,
+                   (size_t)s.d_k * sizeof(float));
+            memcpy(d.v + ((size_t)b * (size_t)(m - 1) + i) * (size_t)s.d_v, p.v + ((size_t)b * (size_t)m + (size_t)j) * (size_t)s.d_v,
+                   (size_t)s.d_v * sizeof(float));
+            ++i;
+        }
+    /* the deleted key's value is NaN: a masked key must not reach the output */
+    p.v[(size_t)jd * (size_t)s.d_v] = NAN;
+    keep = (uint8_t *)malloc((size_t)p.batch * (size_t)p.n * (size_t)m);
+    bias = (float *)calloc((size_t)p.batch * (size_t)p.n * (size_t)m, sizeof(float));
+    for (b = 0; b < p.batch; ++b)
+        for (t = 0; t < p.n; ++t)
+            for (j = 0; j < m; ++j) {
+                keep[((size_t)b * (size_t)p.n + (size_t)t) * (size_t)m + (size_t)j] = j != jd;
+                bias[((size_t)b * (size_t)p.n + (size_t)t) * (size_t)m + (size_t)j] = j == jd ? -INFINITY : 0.0f;
+            }
+    n_out = (size_t)p.batch * (size_t)p.n * (size_t)s.p_o;
+    CHECK(mha_forward(&d.s, &d.w, d.batch, d.n, d.m, d.q, d.k, d.v, NULL, d.out, NULL, d.ws, d.ws_bytes) == MHA_OK,
+          "delete: forward");
+    memset(&mask, 0, sizeof mask);
+    mask.keep = keep;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "keep: forward");
+    CHECK(tu_max_diff(p.out, d.out, n_out) <= 1e-6f * (1.0f + tu_max_abs(d.out, n_out)),
+          "masking key %d by keep differs from deleting it by %g (additive %d)", (int)jd,
+          (double)tu_max_diff(p.out, d.out, n_out), additive);
+    mask.keep = NULL;
+    mask.bias = bias;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "bias: forward");
+    CHECK(tu_max_diff(p.out, d.out, n_out) <= 1e-6f * (1.0f + tu_max_abs(d.out, n_out)),
+          "masking key %d by a -inf bias differs from deleting it by %g", (int)jd,
+          (double)tu_max_diff(p.out, d.out, n_out));
+    free(keep); free(bias);
+    tu_problem_free(&p);
+    tu_problem_free(&d); /* frees d's own (unused) weights; p's were freed above */
+}
+
+/* With W_o selecting block i (and no b_o), the output is h_i of mha_head. */
+static void test_wo_selects_head(void) {
+    mha_shape s = shape_of(3, 3, 5, 6, 4, 4, 3, 3, 0);
+    tu_problem p;
+    float wo[3 * 9], h[3];
+    const float *saved_wo, *saved_bo;
+    int32_t i, r, t;
+    int ok = 1;
+    tu_problem_make(&p, &s, 1, 2, 5, 1);
+    saved_wo = p.w.w_o;
+    saved_bo = p.w.b_o;
+    p.w.w_o = wo;
+    p.w.b_o = NULL;
+    for (i = 0; i < 3; ++i) {
+        memset(wo, 0, sizeof wo);
+        for (r = 0; r < 3; ++r) wo[r * 9 + i * 3 + r] = 1.0f;
+        ok &= tu_forward(&p, NULL, NULL) == MHA_OK;
+        for (t = 0; t < 2; ++t) {
+            ok &= mha_head(&p.s, &p.w, i, p.q + (size_t)t * 5, p.k, p.v, 5, 5, h, p.ws, p.ws_bytes) == MHA_OK;
+            CHECK(tu_max_diff(h, p.out + (size_t)t * 3, 3) <= 1e-6f, "W_o picking block %d: out != h_%d", (int)i,
+                  (int)i);
+        }
+    }
+    CHECK(ok, "W_o picks a block: calls succeed");
+    p.w.w_o = saved_wo;
+    p.w.b_o = saved_bo;
+    tu_problem_free(&p);
+}
+
+/* h = 1 with W_o = I is single-head attention; checked against a direct
+   double-precision computation written here, independent of the library. */
+static void test_single_head(void) {
+    mha_shape s = shape_of(1, 0, 4, 5, 6, 3, 2, 2, 0);
+    tu_problem p;
+    float wo[4] = {1.0f, 0.0f, 0.0f, 1.0f};
+    int32_t t, j, a, r, m = 7;
+    double worst = 0.0;
+    tu_problem_make(&p, &s, 1, 3, m, 1);
+    p.w.w_o = wo;
+    p.w.b_o = NULL;
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "single head: forward");
+    for (t = 0; t < p.n; ++t) {
+        double qp[3], sc[7], mx = -1e300, sum = 0.0, o[2] = {0.0, 0.0};
+        for (r = 0; r < 3; ++r) {
+            qp[r] = p.w.b_q[r];
+            for (a = 0; a < 4; ++a) qp[r] += (double)p.w.w_q[r * 4 + a] * p.q[t * 4 + a];
+        }
+        for (j = 0; j < m; ++j) {
+            double kp, dot = 0.0;
+            for (r = 0; r < 3; ++r) {
+                kp = p.w.b_k[r];
+                for (a = 0; a < 5; ++a) kp += (double)p.w.w_k[r * 5 + a] * p.k[j * 5 + a];
+                dot += qp[r] * kp;
+            }
+            sc[j] = dot / sqrt(3.0);
+            if (sc[j] > mx) mx = sc[j];
+        }
+        for (j = 0; j < m; ++j) sum += (sc[j] = exp(sc[j] - mx));
+        for (j = 0; j < m; ++j)
+            for (r = 0; r < 2; ++r) {
+                double vp = p.w.b_v[r];
+                for (a = 0; a < 6; ++a) vp += (double)p.w.w_v[r * 6 + a] * p.v[j * 6 + a];
+                o[r] += sc[j] / sum * vp;
+            }
+        for (r = 0; r < 2; ++r)
+            if (fabs(o[r] - p.out[t * 2 + r]) > worst) worst = fabs(o[r] - p.out[t * 2 + r]);
+    }
+    CHECK(worst <= 1e-5, "single-head attention differs from the direct computation by %g", worst);
+    tu_problem_free(&p);
+}
+
+/* m == 0 and fully masked rows: zero head output, output b_o, zero weights. */
+static void test_fully_masked(void) {
+    mha_shape s = shape_of(2, 1, 3, 4, 5, 2, 3, 4, 0);
+    tu_problem p;
+    mha_mask mask;
+    int32_t lens[2] = {0, 3}, t;
+    size_t i, n_attn;
+    int ok = 1;
+    tu_problem_make(&p, &s, 2, 3, 0, 1);
+    CHECK(tu_forward(&p, NULL, p.attn) == MHA_OK, "m = 0: forward");
+    for (i = 0; i < 2 * 3; ++i) ok &= memcmp(p.out + i * 4, p.w.b_o, 4 * sizeof(float)) == 0;
+    CHECK(ok, "m = 0: every output row is b_o");
+    tu_problem_free(&p);
+
+    tu_problem_make(&p, &s, 2, 3, 3, 1);
+    n_attn = 2 * 2 * 3 * 3;
+    for (i = 0; i < n_attn; ++i) p.attn[i] = 7.0f;
+    memset(&mask, 0, sizeof mask);
+    mask.valid_lens = lens;
+    CHECK(tu_forward(&p, &mask, p.attn) == MHA_OK, "valid_len 0: forward");
+    ok = tu_all_finite(p.out, 2 * 3 * 4);
+    for (t = 0; t < 3; ++t) ok &= memcmp(p.out + (size_t)t * 4, p.w.b_o, 4 * sizeof(float)) == 0;
+    CHECK(ok, "valid_len 0: batch 0's rows are exactly b_o, all finite");
+    ok = 1;
+    for (i = 0; i < 2 * 3 * 3; ++i) ok &= p.attn[i] == 0.0f; /* batch 0's weights: [0][heads][n][m] */
+    CHECK(ok, "valid_len 0: batch 0's attention weights are zero, not uniform");
+    p.w.b_o = NULL;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK && tu_max_abs(p.out, 3 * 4) == 0.0f,
+          "fully masked without b_o: output is 0");
+    tu_problem_free(&p);
+}
+
+/* ---- status codes ---------------------------------------------------------- */
+
+static void test_statuses(void) {
+    mha_shape s = shape_of(2, 0, 3, 4, 5, 2, 3, 4, 0), bad;
+    tu_problem p;
+    mha_mask mask;
+    mha_weights w;
+    mha_weight_counts c;
+    int32_t lens[2] = {1, 5};
+    const float *hp[2];
+    float h[3];
+    const char *strs[7];
+    int i, j, distinct = 1;
+    tu_problem_make(&p, &s, 2, 3, 4, 1);
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "ok");
+    /* NULL */
+    CHECK(mha_forward(NULL, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "NULL shape");
+    CHECK(mha_forward(&s, NULL, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "NULL weights");
+    CHECK(mha_forward(&s, &p.w, 2, 3, 4, NULL, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "NULL queries");
+    CHECK(mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, NULL, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "NULL out");
+    w = p.w;
+    w.w_o = NULL;
+    CHECK(mha_forward(&s, &w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "NULL w_o");
+    CHECK(mha_output(&s, &w, p.q, p.out) == MHA_ERR_NULL, "mha_output: NULL w_o");
+    bad = s;
+    bad.score = MHA_SCORE_ADDITIVE;
+    bad.p_a = 3;
+    CHECK(mha_forward(&bad, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "additive without a_q/a_k/a_v");
+    hp[0] = h;
+    hp[1] = NULL;
+    CHECK(mha_concat(2, 3, hp, h) == MHA_ERR_NULL, "concat: NULL entry");
+    CHECK(mha_concat(2, 3, NULL, h) == MHA_ERR_NULL, "concat: NULL list");
+    CHECK(mha_weight_counts_get(&s, NULL) == MHA_ERR_NULL, "counts: NULL");
+    /* SHAPE */
+    CHECK(mha_forward(&s, &p.w, -1, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "batch < 0");
+    CHECK(mha_forward(&s, &p.w, 2, 3, -4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "m < 0");
+    bad = s;
+    bad.p_k = 3;
+    CHECK(mha_forward(&bad, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "p_q != p_k with dot scoring");
+    bad = s;
+    bad.kv_heads = 3;
+    CHECK(mha_workspace_size(&bad, 2, 3, 4) == 0 && mha_weight_counts_get(&bad, &c) == MHA_ERR_SHAPE,
+          "heads %% kv_heads != 0");
+    bad = s;
+    bad.score = (mha_score)7;
+    CHECK(mha_forward(&bad, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "unknown score kind");
+    bad = s;
+    bad.scale = NAN;
+    CHECK(mha_workspace_size(&bad, 1, 1, 1) == 0, "NaN scale");
+    bad = s;
+    bad.p_o = 0;
+    CHECK(mha_output(&bad, &p.w, p.q, p.out) == MHA_ERR_SHAPE, "p_o = 0");
+    CHECK(mha_head(&s, &p.w, 2, p.q, p.k, p.v, 4, 4, h, p.ws, p.ws_bytes) == MHA_ERR_SHAPE, "head out of range");
+    CHECK(mha_concat(0, 3, hp, h) == MHA_ERR_SHAPE, "concat: heads 0");
+    /* OVERFLOW: byte counts beyond size_t, in 64-bit and 32-bit builds alike */
+    bad = s;
+    bad.heads = 4; bad.kv_heads = 1;
+    bad.d_q = INT32_MAX; bad.p_q = bad.p_k = INT32_MAX;
+    CHECK(mha_weight_counts_get(&bad, &c) == MHA_ERR_OVERFLOW, "W_q of 4 x 2^31 x 2^31 floats");
+    CHECK(mha_workspace_size(&bad, 1, 1, 1) == 0, "workspace size: overflow reported as 0");
+    CHECK(mha_forward(&bad, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_OVERFLOW,
+          "forward: overflow");
+    bad = s;
+    bad.p_q = bad.p_k = 1 << 30;
+    CHECK(mha_forward(&bad, &p.w, 2, 3, INT32_MAX, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) ==
+              MHA_ERR_OVERFLOW,
+          "forward: m x p_k workspace overflow");
+    /* WORKSPACE */
+    CHECK(mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, NULL, p.ws_bytes) == MHA_ERR_WORKSPACE,
+          "NULL workspace");
+    CHECK(mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes - 1) ==
+              MHA_ERR_WORKSPACE,
+          "workspace one byte short");
+    /* MASK */
+    memset(&mask, 0, sizeof mask);
+    mask.valid_lens = lens;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "valid length 5 > m = 4");
+    lens[1] = -1;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "valid length -1");
+    CHECK(mha_head(&s, &p.w, 0, p.q, p.k, p.v, 4, 5, h, p.ws, p.ws_bytes) == MHA_ERR_MASK, "head: valid_len > m");
+    /* strings: never NULL, distinct for each code, also for unknown codes */
+    strs[0] = mha_status_string(MHA_OK);
+    strs[1] = mha_status_string(MHA_ERR_NULL);
+    strs[2] = mha_status_string(MHA_ERR_SHAPE);
+    strs[3] = mha_status_string(MHA_ERR_OVERFLOW);
+    strs[4] = mha_status_string(MHA_ERR_WORKSPACE);
+    strs[5] = mha_status_string(MHA_ERR_MASK);
+    strs[6] = mha_status_string((mha_status)-99);
+    for (i = 0; i < 7; ++i)
+        for (j = 0; j < i; ++j) distinct &= strs[i] && strs[j] && strcmp(strs[i], strs[j]) != 0;
+    CHECK(distinct, "status strings are non-NULL and distinct");
+    tu_problem_free(&p);
+}
+
+/* Exactly mha_workspace_size() bytes work at every offset, with the same result;
+   nothing outside the workspace and out is written. */
+static void test_workspace(void) {
+    mha_shape s = shape_of(4, 2, 6, 5, 4, 3, 5, 7, 1);
+    tu_problem p;
+    unsigned char *buf;
+    float *ref;
+    size_t n_out, off, i;
+    int same = 1, guard = 1;
+    tu_problem_make(&p, &s, 2, 3, 5, 1);
+    n_out = 2 * 3 * 7;
+    ref = (float *)malloc(n_out * sizeof(float));
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "workspace: forward");
+    memcpy(ref, p.out, n_out * sizeof(float));
+    CHECK(p.ws_bytes == MHA_WORKSPACE_BYTES(4, 2, 3, 4, 5, 5, 5), "MHA_WORKSPACE_BYTES equals mha_workspace_size");
+    CHECK(mha_workspace_size(&s, 1, 1, 5) == p.ws_bytes && mha_workspace_size(&s, 9, 99, 5) == p.ws_bytes,
+          "workspace does not depend on batch or n");
+    buf = (unsigned char *)malloc(p.ws_bytes + 64 + 64);
+    for (off = 0; off < 64; ++off) {
+        memset(buf, 0xA5, p.ws_bytes + 128);
+        memset(p.out, 0, n_out * sizeof(float));
+        CHECK(mha_forward(&s, &p.w, 2, 3, 5, p.q, p.k, p.v, NULL, p.out, NULL, buf + 64 + off, p.ws_bytes) == MHA_OK,
+              "workspace at offset %lu", (unsigned long)off);
+        same &= memcmp(ref, p.out, n_out * sizeof(float)) == 0;
+        for (i = 0; i < 64 + off; ++i) guard &= buf[i] == 0xA5;
+        for (i = 64 + off + p.ws_bytes; i < p.ws_bytes + 128; ++i) guard &= buf[i] == 0xA5;
+    }
+    CHECK(same, "every workspace offset gives the same result");
+    CHECK(guard, "no byte outside the workspace is written");
+    free(buf);
+    free(ref);
+    tu_problem_free(&p);
+}
+
+/* Huge and non-finite numbers. */
+static void test_numbers(void) {
+    mha_shape s = shape_of(2, 0, 3, 3, 3, 2, 2, 3, 0);
+    tu_problem p;
+    mha_mask mask;
+    float *bias, *ref;
+    size_t nm = 2 * 3 * 4, i, n_out = 2 * 3 * 3;
+    int ok;
+    tu_problem_make(&p, &s, 2, 3, 4, 1);
+    bias = (float *)calloc(nm, sizeof(float));
+    ref = (float *)malloc(n_out * sizeof(float));
+    memset(&mask, 0, sizeof mask);
+    mask.bias = bias;
+    /* scores of magnitude 1e30 do not overflow the softmax */
+    for (i = 0; i < nm; ++i) bias[i] = (i % 2) ? 1e30f : -1e30f;
+    CHECK(tu_forward(&p, &mask, p.attn) == MHA_OK && tu_all_finite(p.out, n_out) && tu_all_finite(p.attn, 2 * nm),
+          "scores of +-1e30 give finite results");
+    /* +inf: the +inf keys share the weight; the rest get 0 */
+    memset(bias, 0, nm * sizeof(float));
+    for (i = 0; i < nm; i += 4) bias[i + 1] = bias[i + 3] = INFINITY;
+    CHECK(tu_forward(&p, &mask, p.attn) == MHA_OK && tu_all_finite(p.out, n_out), "+inf bias: finite");
+    ok = 1;
+    for (i = 0; i < 2 * nm; i += 4)
+        ok &= p.attn[i] == 0.0f && p.attn[i + 1] == 0.5f && p.attn[i + 2] == 0.0f && p.attn[i + 3] == 0.5f;
+    CHECK(ok, "+inf bias: the two +inf keys get 0.5 each");
+    /* NaN in one bias row: that row only */
+    memset(bias, 0, nm * sizeof(float));
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "zero bias");
+    memcpy(ref, p.out, n_out * sizeof(float));
+    bias[1 * 4 + 2] = NAN; /* batch 0, query 1, key 2 */
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "NaN bias: ok");
+    ok = 1;
+    for (i = 0; i < n_out; ++i) ok &= (i / 3 == 1) ? p.out[i] != p.out[i] : p.out[i] == ref[i];
+    CHECK(ok, "NaN bias: only query row 1 of batch 0 is NaN");
+    /* NaN in one query: that row only */
+    p.q[3 * 3 + 1] = NAN; /* batch 1, query 0 */
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "NaN query: ok");
+    ok = 1;
+    for (i = 0; i < n_out; ++i) ok &= (i / 3 == 3) ? p.out[i] != p.out[i] : p.out[i] == ref[i];
+    CHECK(ok, "NaN query: only that query's row is NaN");
+    free(bias);
+    free(ref);
+    tu_problem_free(&p);
+}
+
+int main(void) {
+    test_reference_vectors();
+    test_composition();
+    test_seed_questions();
+    test_permutation(0);
+    test_permutation(1);
+    test_mask_is_delete(0);
+    test_mask_is_delete(1);
+    test_wo_selects_head();
+    test_single_head();
+    test_fully_masked();
+    test_statuses();
+    test_workspace();
+    test_numbers();
+    return tu_summary();
+}

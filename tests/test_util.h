@@ -1,0 +1,138 @@
+/* Small helpers shared by the tests: a counter of checks, a deterministic
+   random generator, and random attention problems. */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../mha.h"
+
+static int tu_passed, tu_failed;
+
+/* Counts one check; prints it when it fails. */
+#define CHECK(cond, ...)                                             \
+    do {                                                             \
+        if (cond) {                                                  \
+            ++tu_passed;                                             \
+        } else {                                                     \
+            ++tu_failed;                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);              \
+            printf(__VA_ARGS__);                                     \
+            printf("\n");                                            \
+        }                                                            \
+    } while (0)
+
+static int tu_summary(void) {
+    printf("%d passed, %d failed\n", tu_passed, tu_failed);
+    return tu_failed ? 1 : 0;
+}
+
+static uint32_t tu_rng = 12345u;
+static void tu_seed(uint32_t s) { tu_rng = s ? s : 1u; }
+static uint32_t tu_next(void) {
+    tu_rng ^= tu_rng << 13;
+    tu_rng ^= tu_rng >> 17;
+    tu_rng ^= tu_rng << 5;
+    return tu_rng;
+}
+/* uniform in [lo, hi) */
+static float tu_uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float)(tu_next() >> 8) * (1.0f / 16777216.0f);
+}
+
+static float *tu_floats(size_t count, float scale) {
+    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
+    size_t i;
+    for (i = 0; i < count; ++i) p[i] = tu_uniform(-scale, scale);
+    return p;
+}
+
+/* A random problem of a given shape: weights, inputs and room for results. */
+typedef struct tu_problem {
+    mha_shape s;
+    mha_weights w;
+    int32_t batch, n, m;
+    float *q, *k, *v, *out, *attn;
+    float *owned[16];
+    int n_owned;
+    void *ws;
+    size_t ws_bytes;
+} tu_problem;
+
+static float *tu_own(tu_problem *p, float *f) {
+    p->owned[p->n_owned++] = f;
+    return f;
+}
+
+static void tu_problem_make(tu_problem *p, const mha_shape *s, int32_t batch, int32_t n, int32_t m, int bias) {
+    mha_weight_counts c;
+    memset(p, 0, sizeof *p);
+    p->s = *s;
+    p->batch = batch; p->n = n; p->m = m;
+    if (mha_weight_counts_get(s, &c) != MHA_OK) {
+        printf("tu_problem_make: bad shape\n");
+        exit(2);
+    }
+    p->w.w_q = tu_own(p, tu_floats(c.w_q, 1.0f / sqrtf((float)s->d_q)));
+    p->w.w_k = tu_own(p, tu_floats(c.w_k, 1.0f / sqrtf((float)s->d_k)));
+    p->w.w_v = tu_own(p, tu_floats(c.w_v, 1.0f / sqrtf((float)s->d_v)));
+    p->w.w_o = tu_own(p, tu_floats(c.w_o, 1.0f / sqrtf((float)(s->heads * s->p_v))));
+    if (bias) {
+        p->w.b_q = tu_own(p, tu_floats(c.b_q, 0.5f));
+        p->w.b_k = tu_own(p, tu_floats(c.b_k, 0.5f));
+        p->w.b_v = tu_own(p, tu_floats(c.b_v, 0.5f));
+        p->w.b_o = tu_own(p, tu_floats(c.b_o, 0.5f));
+    }
+    if (s->score == MHA_SCORE_ADDITIVE) {
+        p->w.a_q = tu_own(p, tu_floats(c.a_q, 1.0f / sqrtf((float)s->p_q)));
+        p->w.a_k = tu_own(p, tu_floats(c.a_k, 1.0f / sqrtf((float)s->p_k)));
+        p->w.a_v = tu_own(p, tu_floats(c.a_v, 1.0f));
+    }
+    p->q = tu_own(p, tu_floats((size_t)batch * (size_t)n * (size_t)s->d_q, 1.0f));
+    p->k = tu_own(p, tu_floats((size_t)batch * (size_t)m * (size_t)s->d_k, 1.0f));
+    p->v = tu_own(p, tu_floats((size_t)batch * (size_t)m * (size_t)s->d_v, 1.0f));
+    p->out = tu_own(p, tu_floats((size_t)batch * (size_t)n * (size_t)s->p_o, 0.0f));
+    p->attn = tu_own(p, tu_floats((size_t)batch * (size_t)s->heads * (size_t)n * (size_t)m, 0.0f));
+    p->ws_bytes = mha_workspace_size(s, batch, n, m);
+    p->ws = malloc(p->ws_bytes ? p->ws_bytes : 1);
+}
+
+static void tu_problem_free(tu_problem *p) {
+    int i;
+    for (i = 0; i < p->n_owned; ++i) free(p->owned[i]);
+    free(p->ws);
+    p->n_owned = 0;
+}
+
+static mha_status tu_forward(tu_problem *p, const mha_mask *mask, float *attn) {
+    return mha_forward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, mask, p->out, attn, p->ws,
+                       p->ws_bytes);
+}
+
+static float tu_max_abs(const float *a, size_t count) {
+    float mx = 0.0f;
+    size_t i;
+    for (i = 0; i < count; ++i)
+        if (fabsf(a[i]) > mx || a[i] != a[i]) mx = a[i] != a[i] ? a[i] : fabsf(a[i]);
+    return mx;
+}
+/* max |a - b|; NaN if either has a NaN where the other does not */
+static float tu_max_diff(const float *a, const float *b, size_t count) {
+    float mx = 0.0f;
+    size_t i;
+    for (i = 0; i < count; ++i) {
+        float d = fabsf(a[i] - b[i]);
+        if (d != d) return d;
+        if (d > mx) mx = d;
+    }
+    return mx;
+}
+static int tu_all_finite(const float *a, size_t count) {
+    size_t i;
+    for (i = 0; i < count; ++i)
+        if (!(a[i] >= -3.402823466e38f && a[i] <= 3.402823466e38f)) return 0;
+    return 1;
+}
+#endif
