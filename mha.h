@@ -65,7 +65,9 @@
 #error "MHA_STATIC must be 0 or 1"
 #endif
 #ifndef MHADEF
-#if MHA_STATIC
+#if MHA_STATIC && (defined(__GNUC__) || defined(__clang__))
+#define MHADEF static __attribute__((unused)) /* a user need not call every function */
+#elif MHA_STATIC
 #define MHADEF static
 #else
 #define MHADEF extern

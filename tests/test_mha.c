@@ -440,9 +440,15 @@ static void test_statuses(void) {
     strs[4] = mha_status_string(MHA_ERR_WORKSPACE);
     strs[5] = mha_status_string(MHA_ERR_MASK);
     strs[6] = mha_status_string((mha_status)-99);
+#if defined(MHA_NO_STATUS_STRINGS) && MHA_NO_STATUS_STRINGS
+    for (i = 0; i < 7; ++i) distinct &= strs[i] && strs[i][0] == '\0';
+    CHECK(distinct, "MHA_NO_STATUS_STRINGS: every status string is \"\"");
+    (void)j;
+#else
     for (i = 0; i < 7; ++i)
         for (j = 0; j < i; ++j) distinct &= strs[i] && strs[j] && strcmp(strs[i], strs[j]) != 0;
     CHECK(distinct, "status strings are non-NULL and distinct");
+#endif
     tu_problem_free(&p);
 }
 

@@ -1,0 +1,47 @@
+#!/bin/sh
+# The compiler matrix: every build is warning-free under -Werror and every
+# program it builds runs and passes. One line per build, then a total.
+B=${BUILD:-build}/matrix
+mkdir -p "$B"
+STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror"
+SUITE="tests/test_mha.c tests/test_impl.c"
+passed=0
+failed=0
+log="$B/log.txt"
+: > "$log"
+
+stage() { # stage NAME COMMAND...: one build (and run) of the matrix
+    name=$1; shift
+    if ( "$@" ) >> "$log" 2>&1; then
+        echo "matrix $name: ok"; passed=$((passed + 1))
+    else
+        echo "matrix $name: FAILED"; failed=$((failed + 1))
+        tail -n 20 "$log"
+    fi
+}
+strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under one compiler
+    cc=$1; shift
+    $cc $STRICT "$@" -c tests/test_impl.c -o "$B/impl.o" &&
+    for e in seed_questions self_attention cross_attention firmware_static; do
+        $cc $STRICT "$@" -O2 examples/$e.c -o "$B/$e" -lm && "$B/$e" > /dev/null || return 1
+    done &&
+    $cc $STRICT "$@" -O2 tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && "$B/static" &&
+    $cc $STRICT "$@" -O2 tests/include_twice.c -o "$B/twice" -lm && "$B/twice" &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $SUITE -o "$B/suite" -lm && "$B/suite" | tail -n 1 &&
+    "$B/suite" > /dev/null
+}
+stage "gcc -std=c99 strict -O2" strict_cc gcc
+stage "gcc -std=c99 strict -O0" strict_cc gcc -O0
+stage "clang -std=c99 strict -O2" strict_cc clang
+stage "gcc -m32 strict" strict_cc gcc -m32
+stage "gcc MHA_NO_STATUS_STRINGS=1" strict_cc gcc -DMHA_NO_STATUS_STRINGS=1
+stage "g++ -std=c++11 (implementation as C++)" sh -c \
+    "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 tests/cpp_tu.cpp -o $B/cpp && $B/cpp &&
+     g++ -std=c++11 -Wall -Wextra -Werror -x c++ -c tests/test_impl.c -o $B/impl_cpp.o"
+stage "clang++ -std=c++11" sh -c \
+    "clang++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 tests/cpp_tu.cpp -o $B/cpp2 && $B/cpp2"
+stage "tcc" sh -c "tcc -Itests $SUITE -o $B/suite_tcc -lm && $B/suite_tcc | tail -n 1 && $B/suite_tcc > /dev/null"
+stage "MHA_STATIC=2 is rejected" sh -c "! gcc -DMHA_STATIC=2 -c tests/test_impl.c -o $B/bad.o"
+stage "declarations include only stddef.h and stdint.h" sh tests/check_includes.sh
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
