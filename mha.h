@@ -139,8 +139,10 @@ MHADEF const char *mha_status_string(mha_status status);
 
 /* Bytes of workspace that mha_forward(shape, ., batch, n, m, ...) needs, at any
    alignment; mha_workspace_size(shape, 1, 1, m) is what mha_head needs.
-   Returns 0 when the shape or a count is invalid or the size overflows size_t
-   (mha_forward then tells which). Equal to MHA_WORKSPACE_BYTES() below. */
+   Returns 0 when the shape or a count is invalid, or when the byte count of
+   the workspace, a weight, queries, keys, values or out overflows size_t
+   (mha_forward then tells which; an overflow of attn or of a [batch][n][m]
+   mask only mha_forward can see). Equal to MHA_WORKSPACE_BYTES() below. */
 MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 
 /* The same number as a constant expression, for static buffers. Pass the real
@@ -517,11 +519,14 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     return mha__weight_counts(&p, counts) ? MHA_OK : MHA_ERR_OVERFLOW;
 }
 
-MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
-    mha__plan p;
-    mha__layout l;
-    if (!shape || batch < 0 || n < 0 || m < 0 || mha__plan_make(shape, &p) != MHA_OK) return 0;
-    return mha__layout_make(&p, (size_t)m, &l) ? l.bytes : 0;
+/* 1 if every byte count of a forward call fits in size_t: weights, workspace
+   (into *l), inputs, out, and attn and the [batch][n][m] masks when given. */
+MHA__PRIVATE int mha__sizes_fit(const mha__plan *p, size_t batch, size_t n, size_t m, int attn, int nm_mask,
+                                mha__layout *l) {
+    return mha__layout_make(p, m, l) && mha__fits3(batch, n, p->d_q) && mha__fits3(batch, m, p->d_k) &&
+           mha__fits3(batch, m, p->d_v) && mha__fits3(batch, n, p->p_o) &&
+           (!attn || (mha__fits3(batch, n, m) && mha__fits3(batch * n, m, p->heads))) &&
+           (!nm_mask || mha__fits3(batch, n, m));
 }
 
 /* The checks of mha_forward that follow the NULL checks: byte counts, workspace, mask. */
@@ -529,10 +534,7 @@ MHA__PRIVATE mha_status mha__check_forward(const mha__plan *p, size_t batch, siz
                                            const mha_mask *mask, const float *attn, const void *workspace,
                                            size_t workspace_bytes, mha__layout *l) {
     size_t b, t, per;
-    if (!mha__layout_make(p, m, l) || !mha__fits3(batch, n, p->d_q) || !mha__fits3(batch, m, p->d_k) ||
-        !mha__fits3(batch, m, p->d_v) || !mha__fits3(batch, n, p->p_o) ||
-        (attn && !mha__fits3(batch * p->heads, n, m)) || /* batch * heads fits: batch * n * d_q did */
-        (mask && (mask->keep || mask->bias) && !mha__fits3(batch, n, m)))
+    if (!mha__sizes_fit(p, batch, n, m, attn != NULL, mask && (mask->keep || mask->bias), l))
         return MHA_ERR_OVERFLOW;
     if (!workspace || workspace_bytes < l->bytes) return MHA_ERR_WORKSPACE;
     if (mask && mask->valid_lens) {
@@ -544,6 +546,13 @@ MHA__PRIVATE mha_status mha__check_forward(const mha__plan *p, size_t batch, siz
             }
     }
     return MHA_OK;
+}
+
+MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    mha__plan p;
+    mha__layout l;
+    if (!shape || batch < 0 || n < 0 || m < 0 || mha__plan_make(shape, &p) != MHA_OK) return 0;
+    return mha__sizes_fit(&p, (size_t)batch, (size_t)n, (size_t)m, 0, 0, &l) ? l.bytes : 0;
 }
 
 MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
@@ -566,6 +575,7 @@ MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int3
     st = mha__check_forward(&p, nb, nn, mm, mask, attn, workspace, workspace_bytes, &l);
     if (st != MHA_OK) return st;
 
+    if (nn == 0) return MHA_OK; /* no query: nothing to compute */
     ws = mha__align(workspace);
     kp = ws + l.kp; vp = ws + l.vp; ak = ws + l.ak; qp = ws + l.qp; sc = ws + l.sc; cat = ws + l.cat;
     r.aq = ws + l.aq;

@@ -1,0 +1,293 @@
+/* libFuzzer harness for mha_forward. Everything comes from the fuzz input:
+   shape and score kind, batch/n/m, masks, which pointer (if any) is NULL, the
+   workspace size and offset, and the data. For each input it checks that
+     1. the status equals fuzz_expected_status(), an independent predicate
+        written from the README's error table (128-bit byte counts);
+     2. with finite data, an MHA_OK result is finite;
+     3. mha_forward agrees with naive_forward (tests/naive_ref.h, double);
+     4. nothing is read or written outside the buffers (ASan, exact-size
+        allocations) and no UB happens (UBSan).
+   A failed check aborts, which libFuzzer reports with the input.
+   Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
+   runs the committed corpus through the same function without libFuzzer. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../mha.h"
+#include "../naive_ref.h"
+
+/* How many inputs reached each final check; read by tests/fuzz/replay.c. */
+unsigned long fuzz_count_error_path, fuzz_count_ok_compared;
+
+typedef struct fuzz_reader {
+    const uint8_t *p;
+    size_t left;
+} fuzz_reader;
+
+static uint8_t fz_byte(fuzz_reader *r) {
+    if (!r->left) return 0;
+    --r->left;
+    return *r->p++;
+}
+
+/* A size: mostly small, sometimes 0, negative or huge. */
+static int32_t fz_size(fuzz_reader *r) {
+    uint8_t b = fz_byte(r);
+    switch (b) {
+    case 255: return INT32_MAX;
+    case 254: return INT32_MIN;
+    case 253: return 1 << 20;
+    case 252: return 65536;
+    default: return (int32_t)(b % 10) - 1; /* -1 .. 8 */
+    }
+}
+
+static int32_t fz_offset(fuzz_reader *r) {
+    uint8_t b = fz_byte(r);
+    switch (b) {
+    case 255: return INT32_MAX;
+    case 254: return INT32_MIN;
+    case 253: return INT32_MAX - 3;
+    case 252: return INT32_MIN + 2;
+    default: return (int32_t)(b % 21) - 10;
+    }
+}
+
+/* A value: mostly in [-4, 4); specials (NaN, inf, 1e30, subnormal) only if allowed. */
+static float fz_value(fuzz_reader *r, int specials, int *finite) {
+    uint8_t b = fz_byte(r);
+    if (specials && b >= 250) {
+        static const float sp[6] = {0.0f, 1e30f, -1e30f, 1e-40f, 0.0f, 0.0f};
+        if (b == 250) { *finite = 0; return NAN; }
+        if (b == 251) { *finite = 0; return INFINITY; }
+        if (b == 252) { *finite = 0; return -INFINITY; }
+        if (b == 253 || b == 254) { *finite = 0; return sp[b - 252]; } /* 1e30 can overflow a score */
+        return sp[3];                                                    /* subnormal: stays finite */
+    }
+    return ((float)b - 128.0f) / 32.0f;
+}
+
+typedef unsigned __int128 fz_u128;
+
+/* The status mha_forward must return, from the README's rules alone. */
+static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_t n, int32_t m, int null_which,
+                                       const mha_mask *mask, int want_attn, const void *ws, size_t ws_bytes) {
+    int32_t kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
+    int additive = s->score == MHA_SCORE_ADDITIVE;
+    fz_u128 H, KV, pa, limit = (fz_u128)SIZE_MAX, total;
+    int32_t b, t, per;
+    if (null_which == 1 || null_which == 2) return MHA_ERR_NULL; /* shape or weights */
+    if (s->heads < 1 || s->kv_heads < 0 || kv < 1 || s->heads % kv != 0 || s->d_q < 1 || s->d_k < 1 ||
+        s->d_v < 1 || s->p_q < 1 || s->p_k < 1 || s->p_v < 1 || s->p_o < 1)
+        return MHA_ERR_SHAPE;
+    if (s->score != MHA_SCORE_DOT && s->score != MHA_SCORE_ADDITIVE) return MHA_ERR_SHAPE;
+    if (!additive && (s->p_q != s->p_k || !isfinite(s->scale))) return MHA_ERR_SHAPE;
+    if (additive && s->p_a < 1) return MHA_ERR_SHAPE;
+    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
+    if (null_which >= 3 && null_which <= 13 && (null_which < 11 || additive)) return MHA_ERR_NULL; /* 11..13: a_q, a_k, a_v */
+    H = (fz_u128)s->heads;
+    KV = (fz_u128)kv;
+    pa = additive ? (fz_u128)s->p_a : 0;
+#define FZ_BYTES3(a, b_, c) ((fz_u128)(a) * (fz_u128)(b_) * (fz_u128)(c) * 4u)
+    if (FZ_BYTES3(H, s->p_q, s->d_q) > limit || FZ_BYTES3(KV, s->p_k, s->d_k) > limit ||
+        FZ_BYTES3(KV, s->p_v, s->d_v) > limit || FZ_BYTES3(s->p_o, H, s->p_v) > limit ||
+        FZ_BYTES3(H, pa, s->p_q) > limit || FZ_BYTES3(H, pa, s->p_k) > limit ||
+        FZ_BYTES3(batch, n, s->d_q) > limit || FZ_BYTES3(batch, m, s->d_k) > limit ||
+        FZ_BYTES3(batch, m, s->d_v) > limit || FZ_BYTES3(batch, n, s->p_o) > limit ||
+        (want_attn && FZ_BYTES3(batch, n, m) * H > limit) ||
+        (mask && (mask->keep || mask->bias) && FZ_BYTES3(batch, n, m) > limit))
+        return MHA_ERR_OVERFLOW;
+    total = 4u * (KV * (fz_u128)m * ((fz_u128)s->p_k + (fz_u128)s->p_v) + H * (fz_u128)m * pa +
+                  H * (fz_u128)s->p_q + pa + (fz_u128)m + H * (fz_u128)s->p_v) + 64u;
+    if (total > limit) return MHA_ERR_OVERFLOW;
+    if (!ws || (fz_u128)ws_bytes < total) return MHA_ERR_WORKSPACE;
+    if (mask && mask->valid_lens) {
+        per = mask->valid_lens_per_query ? n : 1;
+        for (b = 0; b < batch; ++b)
+            for (t = 0; t < per; ++t) {
+                int32_t len = mask->valid_lens[b * per + t];
+                if (len < 0 || len > m) return MHA_ERR_MASK;
+            }
+    }
+    return MHA_OK;
+}
+
+#define FZ_FAIL(...)                                  \
+    do {                                              \
+        fprintf(stderr, "fuzz check failed: ");       \
+        fprintf(stderr, __VA_ARGS__);                 \
+        fprintf(stderr, "\n");                        \
+        abort();                                      \
+    } while (0)
+
+static float *fz_alloc(size_t count) { return (float *)malloc((count ? count : 1) * sizeof(float)); }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fuzz_reader r;
+    mha_shape s;
+    mha_weights w;
+    mha_mask mask;
+    mha_weight_counts c;
+    mha_status want, got;
+    int32_t batch, n, m, *lens = NULL;
+    int null_which, specials, finite = 1, use_mask, want_attn, i;
+    size_t ws_bytes, exact, off, n_q, n_k, n_v, n_out, n_attn, n_nm, n_lens = 0, j;
+    float *arr[20], *q, *k, *v, *out, *attn = NULL, *bias = NULL;
+    uint8_t *keep = NULL, ws_mode, *ws_block = NULL;
+    void *ws;
+    int n_arr = 0;
+    const float *wp[11];
+
+    r.p = data;
+    r.left = size;
+    memset(&s, 0, sizeof s);
+    memset(&w, 0, sizeof w);
+    memset(&mask, 0, sizeof mask);
+    s.heads = fz_size(&r);
+    s.kv_heads = fz_byte(&r) % 4 == 0 ? 0 : fz_size(&r);
+    s.d_q = fz_size(&r); s.d_k = fz_size(&r); s.d_v = fz_size(&r);
+    s.p_q = fz_size(&r); s.p_v = fz_size(&r); s.p_o = fz_size(&r);
+    i = fz_byte(&r);
+    s.score = (mha_score)(i % 8 == 7 ? 2 + i : i % 2); /* sometimes an unknown kind */
+    s.p_k = (fz_byte(&r) % 8 == 0 || s.score == MHA_SCORE_ADDITIVE) ? fz_size(&r) : s.p_q;
+    s.p_a = fz_size(&r);
+    i = fz_byte(&r);
+    s.scale = i < 200 ? 0.0f : i < 250 ? (float)(i - 225) / 8.0f : i == 250 ? NAN : INFINITY;
+    batch = fz_size(&r); n = fz_size(&r); m = fz_size(&r);
+    null_which = fz_byte(&r) % 32; /* 1..14 choose a pointer to set NULL; else none */
+    if (null_which > 14) null_which = 0;
+    specials = fz_byte(&r) % 4 == 0;
+    use_mask = fz_byte(&r);
+    want_attn = fz_byte(&r) & 1;
+    ws_mode = fz_byte(&r);
+
+    /* Sizes that are invalid, overflow, or are too big to allocate here take
+       the error path: small dummy buffers, which must never be touched because
+       the predicted status is an error. */
+    want = fuzz_expected_status(&s, batch, n, m, 0, NULL, 0, &r, SIZE_MAX);
+    if (want != MHA_OK || mha_weight_counts_get(&s, &c) != MHA_OK || c.w_q + c.w_k + c.w_v + c.w_o + c.a_q + c.a_k > 4096u ||
+        mha_workspace_size(&s, batch, n, m) > 65536u || batch > 64 ||
+        (uint64_t)batch * (uint64_t)n * (uint64_t)m > 4096u || (uint64_t)batch * ((uint64_t)n + (uint64_t)m) > 512u) {
+        static float dummy[4];
+        static unsigned char dws[256];
+        const float *dp[14];
+        mha_weights dw;
+        for (i = 0; i < 14; ++i) dp[i] = i == null_which ? NULL : dummy;
+        memset(&dw, 0, sizeof dw);
+        dw.w_q = dp[3]; dw.w_k = dp[4]; dw.w_v = dp[5]; dw.w_o = dp[6];
+        dw.a_q = dp[11]; dw.a_k = dp[12]; dw.a_v = dp[13];
+        want = fuzz_expected_status(&s, batch, n, m, null_which, NULL, 0, dws, sizeof dws);
+        if (want == MHA_OK) return 0; /* valid: too large to run here */
+        got = mha_forward(null_which == 1 ? NULL : &s, null_which == 2 ? NULL : &dw, batch, n, m, dp[7], dp[8],
+                          dp[9], NULL, null_which == 10 ? NULL : dummy, NULL, dws, sizeof dws);
+        if (got != want) FZ_FAIL("error path: status %d, predicted %d", (int)got, (int)want);
+        if (mha_workspace_size(&s, batch, n, m) != 0 && (want == MHA_ERR_SHAPE || want == MHA_ERR_OVERFLOW))
+            FZ_FAIL("mha_workspace_size is not 0 for status %d", (int)want);
+        ++fuzz_count_error_path;
+        return 0;
+    }
+
+    /* A runnable case: exact-size buffers. */
+    n_q = (size_t)batch * (size_t)n * (size_t)s.d_q;
+    n_k = (size_t)batch * (size_t)m * (size_t)s.d_k;
+    n_v = (size_t)batch * (size_t)m * (size_t)s.d_v;
+    n_out = (size_t)batch * (size_t)n * (size_t)s.p_o;
+    n_attn = (size_t)batch * (size_t)s.heads * (size_t)n * (size_t)m;
+    n_nm = (size_t)batch * (size_t)n * (size_t)m;
+    {
+        size_t counts[11];
+        counts[0] = c.w_q; counts[1] = c.b_q; counts[2] = c.w_k; counts[3] = c.b_k; counts[4] = c.w_v;
+        counts[5] = c.b_v; counts[6] = c.w_o; counts[7] = c.b_o; counts[8] = c.a_q; counts[9] = c.a_k;
+        counts[10] = c.a_v;
+        for (i = 0; i < 11; ++i) {
+            float *p = fz_alloc(counts[i]);
+            for (j = 0; j < counts[i]; ++j) p[j] = fz_value(&r, specials, &finite) / 4.0f;
+            arr[n_arr++] = p;
+            wp[i] = (i % 2 == 1 && i < 8 && (fz_byte(&r) & 1)) || counts[i] == 0 ? NULL : p; /* biases optional */
+        }
+    }
+    w.w_q = wp[0]; w.b_q = wp[1]; w.w_k = wp[2]; w.b_k = wp[3]; w.w_v = wp[4]; w.b_v = wp[5];
+    w.w_o = wp[6]; w.b_o = wp[7]; w.a_q = wp[8]; w.a_k = wp[9]; w.a_v = wp[10];
+    q = arr[n_arr++] = fz_alloc(n_q);
+    k = arr[n_arr++] = fz_alloc(n_k);
+    v = arr[n_arr++] = fz_alloc(n_v);
+    out = arr[n_arr++] = fz_alloc(n_out);
+    for (j = 0; j < n_q; ++j) q[j] = fz_value(&r, specials, &finite);
+    for (j = 0; j < n_k; ++j) k[j] = fz_value(&r, specials, &finite);
+    for (j = 0; j < n_v; ++j) v[j] = fz_value(&r, specials, &finite);
+    if (want_attn) attn = arr[n_arr++] = fz_alloc(n_attn);
+    if (use_mask & 1) {
+        mask.causal = 1;
+        mask.causal_offset = fz_offset(&r);
+    }
+    if (use_mask & 4) {
+        mask.valid_lens_per_query = use_mask & 2;
+        n_lens = (size_t)batch * (size_t)(mask.valid_lens_per_query ? n : 1);
+        lens = (int32_t *)malloc((n_lens ? n_lens : 1) * sizeof(int32_t));
+        for (j = 0; j < n_lens; ++j) {
+            uint8_t b = fz_byte(&r);
+            lens[j] = b == 255 ? INT32_MAX : b == 254 ? INT32_MIN : (int32_t)(b % (uint8_t)(m + 3)) - 1;
+        }
+        mask.valid_lens = lens;
+    }
+    if (use_mask & 8) {
+        keep = (uint8_t *)malloc(n_nm ? n_nm : 1);
+        for (j = 0; j < n_nm; ++j) keep[j] = (uint8_t)(fz_byte(&r) % 3); /* 2 of 3 keep */
+        mask.keep = keep;
+    }
+    if (use_mask & 16) {
+        bias = arr[n_arr++] = fz_alloc(n_nm);
+        for (j = 0; j < n_nm; ++j) bias[j] = fz_value(&r, specials, &finite);
+        mask.bias = bias;
+    }
+    exact = mha_workspace_size(&s, batch, n, m);
+    ws_bytes = (ws_mode & 3) == 1 ? exact - 1 - (size_t)(ws_mode >> 5) : exact; /* sometimes short */
+    off = (size_t)(ws_mode >> 2) % 64u;
+    ws_block = (uint8_t *)malloc(off + ws_bytes + 1);
+    ws = (ws_mode & 3) == 2 && ws_mode > 200 ? NULL : ws_block + off;
+    switch (null_which) { /* the pointer chosen to be NULL */
+    case 3: w.w_q = NULL; break;
+    case 4: w.w_k = NULL; break;
+    case 5: w.w_v = NULL; break;
+    case 6: w.w_o = NULL; break;
+    case 7: q = NULL; break;
+    case 8: k = NULL; break;
+    case 9: v = NULL; break;
+    case 10: out = NULL; break;
+    case 11: w.a_q = NULL; break;
+    case 12: w.a_k = NULL; break;
+    case 13: w.a_v = NULL; break;
+    default: break;
+    }
+    want = fuzz_expected_status(&s, batch, n, m, null_which, use_mask ? &mask : NULL, want_attn, ws, ws_bytes);
+    got = mha_forward(null_which == 1 ? NULL : &s, null_which == 2 ? NULL : &w, batch, n, m, q, k, v,
+                      use_mask ? &mask : NULL, out, attn, ws, ws_bytes);
+    if (got != want) FZ_FAIL("status %d, predicted %d", (int)got, (int)want);
+    if (got == MHA_OK && finite) {
+        double *ref = (double *)malloc((n_out ? n_out : 1) * sizeof(double));
+        double *ref_attn = (double *)malloc((n_attn ? n_attn : 1) * sizeof(double));
+        double mx = 0.0;
+        for (j = 0; j < n_out; ++j)
+            if (!isfinite(out[j])) FZ_FAIL("finite inputs gave out[%lu] = %g", (unsigned long)j, (double)out[j]);
+        naive_forward(&s, &w, batch, n, m, q, k, v, use_mask ? &mask : NULL, ref, ref_attn);
+        for (j = 0; j < n_out; ++j) mx = fabs(ref[j]) > mx ? fabs(ref[j]) : mx;
+        for (j = 0; j < n_out; ++j)
+            if (fabs((double)out[j] - ref[j]) > 1e-4 * (1.0 + mx))
+                FZ_FAIL("out[%lu] = %.9g, naive %.9g", (unsigned long)j, (double)out[j], ref[j]);
+        for (j = 0; attn && j < n_attn; ++j)
+            if (fabs((double)attn[j] - ref_attn[j]) > 1e-4)
+                FZ_FAIL("attn[%lu] = %.9g, naive %.9g", (unsigned long)j, (double)attn[j], ref_attn[j]);
+        free(ref);
+        free(ref_attn);
+        ++fuzz_count_ok_compared;
+    }
+    for (i = 0; i < n_arr; ++i) free(arr[i]);
+    free(lens);
+    free(keep);
+    free(ws_block);
+    return 0;
+}
