@@ -5,6 +5,11 @@
 #   make sanitize   the suite under -fsanitize=address,undefined (clang)
 #   make matrix     strict builds with gcc, clang, g++, tcc and -m32, each run
 #   make refcheck   regenerate the PyTorch vectors into a scratch folder and run the suite on them
+#   make valgrind   the suite under valgrind memcheck (--error-exitcode=1)
+#   make tsan       the threads test under -fsanitize=thread (clang)
+#   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang)
+#   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
+#   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make install    copy mha.h to $(PREFIX)/include
 
 CC      ?= cc
@@ -19,13 +24,21 @@ LDLIBS   = -lm
 
 SUITE    = tests/test_mha.c tests/test_impl.c
 SUITEDEP = $(SUITE) tests/test_util.h tests/ref_case.h tests/ref_vectors.h mha.h
+HOSTILE  = tests/test_hostile.c tests/test_impl.c
+REPLAY   = tests/fuzz/fuzz_mha.c tests/fuzz/replay.c tests/test_impl.c
+THREADS  = tests/test_threads.c tests/test_impl.c
+TESTDEP  = mha.h tests/test_util.h tests/naive_ref.h
+CORPUS   = tests/fuzz/corpus/*
+FUZZ_SECONDS ?= 60
+# the suite's programs, as tests/run.sh runs them
+PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads
 EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
-.PHONY: all test examples run sanitize matrix refcheck install clean
+.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint install clean
 
-all: $(BUILD)/test_mha $(CONTRACT) $(EXBINS)
+all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(CONTRACT) $(EXBINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -33,6 +46,15 @@ $(BUILD):
 # The suite is held to the strict warning set as well.
 $(BUILD)/test_mha: $(SUITEDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(SUITE) -o $@ $(LDLIBS)
+
+$(BUILD)/test_hostile: $(HOSTILE) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(HOSTILE) -o $@ $(LDLIBS)
+
+$(BUILD)/replay: $(REPLAY) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) -std=c99 -Wall -Wextra -Werror $(REPLAY) -o $@ $(LDLIBS)
+
+$(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests $(THREADS) -o $@ $(LDLIBS) -pthread
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
@@ -48,17 +70,42 @@ $(BUILD)/%: examples/%.c examples/example_util.h mha.h | $(BUILD)
 
 examples: $(EXBINS)
 
-test: $(BUILD)/test_mha $(CONTRACT) $(EXBINS)
-	@sh tests/run.sh $(BUILD)/test_mha $(CONTRACT) "sh tests/check_includes.sh" \
+test: all
+	@sh tests/run.sh $(PROGRAMS) $(CONTRACT) "sh tests/check_includes.sh" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
 run: $(BUILD)/seed_questions
 	$(BUILD)/seed_questions
 
+SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=c99 -Itests
 sanitize: | $(BUILD)
-	clang -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-	    $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(SUITE) -o $(BUILD)/test_mha_asan $(LDLIBS)
-	@sh tests/run.sh $(BUILD)/test_mha_asan
+	clang $(SANFLAGS) $(SUITE) -o $(BUILD)/asan_mha $(LDLIBS)
+	clang $(SANFLAGS) $(HOSTILE) -o $(BUILD)/asan_hostile $(LDLIBS)
+	clang $(SANFLAGS) $(REPLAY) -o $(BUILD)/asan_replay $(LDLIBS)
+	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)"
+
+valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads
+	@sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_hostile" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/replay $(CORPUS)" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_threads"
+
+tsan: | $(BUILD)
+	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
+	@sh tests/run.sh $(BUILD)/tsan_threads
+
+# libFuzzer grows a scratch copy of the committed corpus; prints the execution count.
+fuzz: | $(BUILD)
+	clang -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(REPLAY:tests/fuzz/replay.c=) \
+	    -o $(BUILD)/fuzz_mha $(LDLIBS)
+	rm -rf $(BUILD)/fuzz_corpus && mkdir -p $(BUILD)/fuzz_corpus && cp $(CORPUS) $(BUILD)/fuzz_corpus/
+	@sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_mha $(BUILD)/fuzz_corpus $(FUZZ_SECONDS)
+
+coverage: | $(BUILD)
+	@sh tests/coverage.sh $(BUILD)/cov
+
+lint:
+	@sh tests/lint.sh
 
 matrix:
 	@sh tests/matrix.sh

@@ -11,7 +11,7 @@ int main() {
     mha_weight_counts c;
     if (mha_weight_counts_get(&s, &c) != MHA_OK) return 1;
     std::vector<float> wq(c.w_q, 0.1f), wk(c.w_k, 0.2f), wv(c.w_v, 0.3f), wo(c.w_o, 0.5f);
-    std::vector<float> q(2 * 4, 1.0f), k(3 * 4, 1.0f), v(3 * 4, 1.0f), out(2 * 3, 0.0f);
+    std::vector<float> q(8, 1.0f), k(12, 1.0f), v(12, 1.0f), out(6, 0.0f); // [2][4], [3][4], [3][4], [2][3]
     mha_weights w = mha_weights();
     w.w_q = wq.data(); w.w_k = wk.data(); w.w_v = wv.data(); w.w_o = wo.data();
     std::vector<unsigned char> ws(mha_workspace_size(&s, 1, 2, 3));

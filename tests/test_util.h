@@ -9,6 +9,12 @@
 
 #include "../mha.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define TU_UNUSED __attribute__((unused))
+#else
+#define TU_UNUSED
+#endif
+
 static int tu_passed, tu_failed;
 
 /* Counts one check; prints it when it fails. */
@@ -24,25 +30,25 @@ static int tu_passed, tu_failed;
         }                                                            \
     } while (0)
 
-static int tu_summary(void) {
+TU_UNUSED static int tu_summary(void) {
     printf("%d passed, %d failed\n", tu_passed, tu_failed);
     return tu_failed ? 1 : 0;
 }
 
-static uint32_t tu_rng = 12345u;
-static void tu_seed(uint32_t s) { tu_rng = s ? s : 1u; }
-static uint32_t tu_next(void) {
+TU_UNUSED static uint32_t tu_rng = 12345u;
+TU_UNUSED static void tu_seed(uint32_t s) { tu_rng = s ? s : 1u; }
+TU_UNUSED static uint32_t tu_next(void) {
     tu_rng ^= tu_rng << 13;
     tu_rng ^= tu_rng >> 17;
     tu_rng ^= tu_rng << 5;
     return tu_rng;
 }
 /* uniform in [lo, hi) */
-static float tu_uniform(float lo, float hi) {
+TU_UNUSED static float tu_uniform(float lo, float hi) {
     return lo + (hi - lo) * (float)(tu_next() >> 8) * (1.0f / 16777216.0f);
 }
 
-static float *tu_floats(size_t count, float scale) {
+TU_UNUSED static float *tu_floats(size_t count, float scale) {
     float *p = (float *)malloc((count ? count : 1) * sizeof(float));
     size_t i;
     for (i = 0; i < count; ++i) p[i] = tu_uniform(-scale, scale);
@@ -61,12 +67,12 @@ typedef struct tu_problem {
     size_t ws_bytes;
 } tu_problem;
 
-static float *tu_own(tu_problem *p, float *f) {
+TU_UNUSED static float *tu_own(tu_problem *p, float *f) {
     p->owned[p->n_owned++] = f;
     return f;
 }
 
-static void tu_problem_make(tu_problem *p, const mha_shape *s, int32_t batch, int32_t n, int32_t m, int bias) {
+TU_UNUSED static void tu_problem_make(tu_problem *p, const mha_shape *s, int32_t batch, int32_t n, int32_t m, int bias) {
     mha_weight_counts c;
     memset(p, 0, sizeof *p);
     p->s = *s;
@@ -99,19 +105,19 @@ static void tu_problem_make(tu_problem *p, const mha_shape *s, int32_t batch, in
     p->ws = malloc(p->ws_bytes ? p->ws_bytes : 1);
 }
 
-static void tu_problem_free(tu_problem *p) {
+TU_UNUSED static void tu_problem_free(tu_problem *p) {
     int i;
     for (i = 0; i < p->n_owned; ++i) free(p->owned[i]);
     free(p->ws);
     p->n_owned = 0;
 }
 
-static mha_status tu_forward(tu_problem *p, const mha_mask *mask, float *attn) {
+TU_UNUSED static mha_status tu_forward(tu_problem *p, const mha_mask *mask, float *attn) {
     return mha_forward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, mask, p->out, attn, p->ws,
                        p->ws_bytes);
 }
 
-static float tu_max_abs(const float *a, size_t count) {
+TU_UNUSED static float tu_max_abs(const float *a, size_t count) {
     float mx = 0.0f;
     size_t i;
     for (i = 0; i < count; ++i)
@@ -119,7 +125,7 @@ static float tu_max_abs(const float *a, size_t count) {
     return mx;
 }
 /* max |a - b|; NaN if either has a NaN where the other does not */
-static float tu_max_diff(const float *a, const float *b, size_t count) {
+TU_UNUSED static float tu_max_diff(const float *a, const float *b, size_t count) {
     float mx = 0.0f;
     size_t i;
     for (i = 0; i < count; ++i) {
@@ -129,7 +135,7 @@ static float tu_max_diff(const float *a, const float *b, size_t count) {
     }
     return mx;
 }
-static int tu_all_finite(const float *a, size_t count) {
+TU_UNUSED static int tu_all_finite(const float *a, size_t count) {
     size_t i;
     for (i = 0; i < count; ++i)
         if (!(a[i] >= -3.402823466e38f && a[i] <= 3.402823466e38f)) return 0;

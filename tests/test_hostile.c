@@ -1,0 +1,419 @@
+/* Hostile input: one group of checks per row of the README's bad-input table,
+   plus the canary test (guard bytes around every output, hashes of every
+   input) and run-to-run determinism. */
+#include "naive_ref.h"
+#include "test_util.h"
+
+/* ---- canaries and hashes ---------------------------------------------------- */
+
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+
+/* A buffer of `bytes` with GUARD guard bytes on each side. */
+typedef struct guarded {
+    unsigned char *block;
+    size_t bytes;
+} guarded;
+
+static void *guarded_make(guarded *g, size_t bytes) {
+    g->bytes = bytes;
+    g->block = (unsigned char *)malloc(bytes + 2 * GUARD);
+    memset(g->block, GUARD_BYTE, bytes + 2 * GUARD);
+    return g->block + GUARD;
+}
+static int guarded_intact(const guarded *g) {
+    size_t i;
+    for (i = 0; i < GUARD; ++i)
+        if (g->block[i] != GUARD_BYTE || g->block[GUARD + g->bytes + i] != GUARD_BYTE) return 0;
+    return 1;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t bytes) {
+    const unsigned char *c = (const unsigned char *)p;
+    size_t i;
+    if (!p) return h;
+    for (i = 0; i < bytes; ++i) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+static uint64_t hash_inputs(const tu_problem *p, const mha_mask *mask) {
+    mha_weight_counts c;
+    uint64_t h = 14695981039346656037ull;
+    mha_weight_counts_get(&p->s, &c);
+    h = fnv(h, p->w.w_q, c.w_q * 4); h = fnv(h, p->w.b_q, c.b_q * 4);
+    h = fnv(h, p->w.w_k, c.w_k * 4); h = fnv(h, p->w.b_k, c.b_k * 4);
+    h = fnv(h, p->w.w_v, c.w_v * 4); h = fnv(h, p->w.b_v, c.b_v * 4);
+    h = fnv(h, p->w.w_o, c.w_o * 4); h = fnv(h, p->w.b_o, c.b_o * 4);
+    h = fnv(h, p->w.a_q, c.a_q * 4); h = fnv(h, p->w.a_k, c.a_k * 4); h = fnv(h, p->w.a_v, c.a_v * 4);
+    h = fnv(h, p->q, (size_t)p->batch * (size_t)p->n * (size_t)p->s.d_q * 4);
+    h = fnv(h, p->k, (size_t)p->batch * (size_t)p->m * (size_t)p->s.d_k * 4);
+    h = fnv(h, p->v, (size_t)p->batch * (size_t)p->m * (size_t)p->s.d_v * 4);
+    h = fnv(h, &p->s, sizeof p->s);
+    if (mask) {
+        size_t nm = (size_t)p->batch * (size_t)p->n * (size_t)p->m;
+        h = fnv(h, mask, sizeof *mask);
+        h = fnv(h, mask->keep, nm);
+        h = fnv(h, mask->bias, nm * 4);
+        h = fnv(h, mask->valid_lens, (size_t)p->batch * (size_t)(mask->valid_lens_per_query ? p->n : 1) * 4);
+    }
+    return h;
+}
+
+static mha_shape shape_rand(int additive) {
+    mha_shape s;
+    int32_t kv = 1 + (int32_t)(tu_next() % 3);
+    memset(&s, 0, sizeof s);
+    s.kv_heads = kv;
+    s.heads = kv * (1 + (int32_t)(tu_next() % 3));
+    s.d_q = 1 + (int32_t)(tu_next() % 7); s.d_k = 1 + (int32_t)(tu_next() % 7); s.d_v = 1 + (int32_t)(tu_next() % 7);
+    s.p_q = 1 + (int32_t)(tu_next() % 6);
+    s.p_k = additive ? 1 + (int32_t)(tu_next() % 6) : s.p_q;
+    s.p_v = 1 + (int32_t)(tu_next() % 6); s.p_o = 1 + (int32_t)(tu_next() % 7);
+    s.score = additive ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
+    s.p_a = additive ? 1 + (int32_t)(tu_next() % 5) : 0;
+    return s;
+}
+
+/* Exactly mha_workspace_size() bytes work; no byte outside out, attn and the
+   workspace changes; inputs are unchanged; a second run is bitwise identical. */
+static void test_canary(void) {
+    int trial, intact = 1, unchanged = 1, same = 1, ok = 1, agree = 1;
+    for (trial = 0; trial < 60; ++trial) {
+        mha_shape s = shape_rand(trial % 3 == 2);
+        tu_problem p;
+        guarded go, ga, gw;
+        mha_mask mask;
+        int32_t *lens = NULL;
+        uint8_t *keep = NULL;
+        float *out, *attn, *first;
+        double *ref, mx = 0.0;
+        size_t n_out, n_attn, nm, i;
+        uint64_t h0;
+        void *ws;
+        tu_problem_make(&p, &s, 1 + (int32_t)(tu_next() % 3), 1 + (int32_t)(tu_next() % 5), (int32_t)(tu_next() % 6), 1);
+        n_out = (size_t)p.batch * (size_t)p.n * (size_t)s.p_o;
+        n_attn = (size_t)p.batch * (size_t)s.heads * (size_t)p.n * (size_t)p.m;
+        nm = (size_t)p.batch * (size_t)p.n * (size_t)p.m;
+        memset(&mask, 0, sizeof mask);
+        mask.causal = trial % 2;
+        mask.causal_offset = (int32_t)(tu_next() % 7) - 3;
+        if (trial % 4 >= 2) {
+            mask.valid_lens_per_query = trial % 8 >= 4;
+            lens = (int32_t *)malloc(sizeof(int32_t) * (size_t)(p.batch * p.n));
+            for (i = 0; i < (size_t)(p.batch * p.n); ++i) lens[i] = (int32_t)(tu_next() % (uint32_t)(p.m + 1));
+            mask.valid_lens = lens;
+        }
+        if (trial % 5 == 0) {
+            keep = (uint8_t *)malloc(nm + 1);
+            for (i = 0; i < nm; ++i) keep[i] = (uint8_t)(tu_next() % 3 != 0);
+            mask.keep = keep;
+        }
+        out = (float *)guarded_make(&go, n_out * sizeof(float));
+        attn = (float *)guarded_make(&ga, n_attn * sizeof(float));
+        ws = guarded_make(&gw, p.ws_bytes);
+        h0 = hash_inputs(&p, &mask);
+        ok &= mha_forward(&s, &p.w, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, out, attn, ws, p.ws_bytes) == MHA_OK;
+        intact &= guarded_intact(&go) && guarded_intact(&ga) && guarded_intact(&gw);
+        unchanged &= hash_inputs(&p, &mask) == h0;
+        first = (float *)malloc((n_out ? n_out : 1) * sizeof(float));
+        memcpy(first, out, n_out * sizeof(float));
+        memset(ws, 0x5A, p.ws_bytes); /* a dirty workspace must not matter */
+        ok &= mha_forward(&s, &p.w, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, out, attn, ws, p.ws_bytes) == MHA_OK;
+        same &= memcmp(first, out, n_out * sizeof(float)) == 0;
+        ref = (double *)malloc((n_out ? n_out : 1) * sizeof(double));
+        naive_forward(&s, &p.w, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, ref, NULL);
+        for (i = 0; i < n_out; ++i) mx = fabs(ref[i]) > mx ? fabs(ref[i]) : mx;
+        for (i = 0; i < n_out; ++i) agree &= fabs((double)out[i] - ref[i]) <= 1e-5 * (1.0 + mx);
+        free(go.block); free(ga.block); free(gw.block); free(first); free(ref); free(lens); free(keep);
+        tu_problem_free(&p);
+    }
+    CHECK(ok, "canary: every call succeeds with exactly mha_workspace_size() bytes");
+    CHECK(intact, "canary: no guard byte around out, attn or the workspace changed");
+    CHECK(unchanged, "canary: inputs, weights and masks hash the same after the call");
+    CHECK(same, "determinism: a second run (dirty workspace) is bitwise identical");
+    CHECK(agree, "canary shapes agree with the naive double reference");
+}
+
+/* ---- NULL pointers ------------------------------------------------------------ */
+
+static void test_nulls(void) {
+    mha_shape s = shape_rand(1);
+    tu_problem p;
+    mha_weights w;
+    const float **slot[7];
+    const float *hp[4], *saved;
+    float h[8], cat[64];
+    int i, ok_fwd = 1, ok_head = 1;
+    s.heads = 4; s.kv_heads = 2; s.p_v = 2;
+    tu_problem_make(&p, &s, 1, 2, 3, 1);
+    w = p.w;
+    slot[0] = &w.w_q; slot[1] = &w.w_k; slot[2] = &w.w_v; slot[3] = &w.w_o;
+    slot[4] = &w.a_q; slot[5] = &w.a_k; slot[6] = &w.a_v;
+    for (i = 0; i < 7; ++i) {
+        saved = *slot[i];
+        *slot[i] = NULL;
+        ok_fwd &= mha_forward(&s, &w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL;
+        if (i != 3) /* mha_head does not use w_o */
+            ok_head &= mha_head(&s, &w, 1, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL;
+        *slot[i] = saved;
+    }
+    CHECK(ok_fwd, "each required weight (w_q, w_k, w_v, w_o, a_q, a_k, a_v) NULL in turn: MHA_ERR_NULL");
+    CHECK(ok_head, "mha_head: each required weight NULL in turn: MHA_ERR_NULL");
+    CHECK(mha_head(&s, &w, 1, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_OK, "mha_head without w_o: OK");
+    w.w_o = NULL;
+    CHECK(mha_head(&s, &w, 1, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_OK, "mha_head ignores w_o");
+    w = p.w;
+    w.b_q = w.b_k = w.b_v = w.b_o = NULL;
+    CHECK(mha_forward(&s, &w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_OK,
+          "biases may be NULL");
+    CHECK(mha_forward(NULL, &w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_forward(&s, NULL, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_forward(&s, &w, 1, 2, 3, NULL, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_forward(&s, &w, 1, 2, 3, p.q, NULL, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_forward(&s, &w, 1, 2, 3, p.q, p.k, NULL, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_forward(&s, &w, 1, 2, 3, p.q, p.k, p.v, NULL, NULL, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "shape, weights, queries, keys, values, out NULL in turn: MHA_ERR_NULL");
+    CHECK(mha_forward(&s, &w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, NULL, p.ws_bytes) == MHA_ERR_WORKSPACE,
+          "workspace NULL: MHA_ERR_WORKSPACE");
+    CHECK(mha_forward(&s, &w, 0, 0, 0, NULL, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL,
+          "pointers are required even when counts are 0");
+    CHECK(mha_head(NULL, &w, 0, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_head(&s, NULL, 0, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_head(&s, &w, 0, NULL, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_head(&s, &w, 0, p.q, NULL, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_head(&s, &w, 0, p.q, p.k, NULL, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_head(&s, &w, 0, p.q, p.k, p.v, 3, 3, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL &&
+              mha_head(&s, &w, 0, p.q, p.k, p.v, 3, 3, h, NULL, p.ws_bytes) == MHA_ERR_WORKSPACE,
+          "mha_head: each pointer NULL in turn");
+    for (i = 0; i < 4; ++i) hp[i] = h;
+    ok_fwd = mha_concat(4, 2, hp, cat) == MHA_OK;
+    for (i = 0; i < 4; ++i) {
+        hp[i] = NULL;
+        ok_fwd &= mha_concat(4, 2, hp, cat) == MHA_ERR_NULL;
+        hp[i] = h;
+    }
+    CHECK(ok_fwd && mha_concat(4, 2, hp, NULL) == MHA_ERR_NULL, "mha_concat: each head_outs entry NULL in turn");
+    CHECK(mha_output(NULL, &p.w, cat, h) == MHA_ERR_NULL && mha_output(&s, NULL, cat, h) == MHA_ERR_NULL &&
+              mha_output(&s, &p.w, NULL, h) == MHA_ERR_NULL && mha_output(&s, &p.w, cat, NULL) == MHA_ERR_NULL,
+          "mha_output: each pointer NULL in turn");
+    CHECK(mha_workspace_size(NULL, 1, 1, 1) == 0, "mha_workspace_size(NULL): 0");
+    tu_problem_free(&p);
+}
+
+/* ---- sizes -------------------------------------------------------------------- */
+
+static void test_sizes(void) {
+    mha_shape base = shape_rand(1), s;
+    tu_problem p;
+    int32_t *field[10], bad[2] = {0, -1};
+    int i, j, ok = 1, ok_ws = 1;
+    base.p_v = 3;
+    tu_problem_make(&p, &base, 1, 2, 3, 1);
+    for (j = 0; j < 2; ++j)
+        for (i = 0; i < 10; ++i) {
+            s = base;
+            field[0] = &s.heads; field[1] = &s.d_q; field[2] = &s.d_k; field[3] = &s.d_v; field[4] = &s.p_q;
+            field[5] = &s.p_k; field[6] = &s.p_v; field[7] = &s.p_o; field[8] = &s.p_a; field[9] = &s.kv_heads;
+            if (i == 9 && j == 0) continue; /* kv_heads 0 means heads */
+            *field[i] = bad[j];
+            ok &= mha_forward(&s, &p.w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE;
+            ok_ws &= mha_workspace_size(&s, 1, 2, 3) == 0;
+        }
+    CHECK(ok, "each shape size 0, then negative, in turn: MHA_ERR_SHAPE");
+    CHECK(ok_ws, "each shape size 0, then negative, in turn: mha_workspace_size 0");
+    CHECK(mha_forward(&base, &p.w, -1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE &&
+              mha_forward(&base, &p.w, 1, -2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE &&
+              mha_forward(&base, &p.w, 1, 2, -3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE &&
+              mha_forward(&base, &p.w, INT32_MIN, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) ==
+                  MHA_ERR_SHAPE,
+          "batch, n, m negative in turn: MHA_ERR_SHAPE");
+    CHECK(mha_forward(&base, &p.w, 0, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              mha_forward(&base, &p.w, 1, 0, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              mha_forward(&base, &p.w, 1, 2, 0, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_OK,
+          "batch, n, m zero in turn: MHA_OK");
+    s = base;
+    s.score = MHA_SCORE_DOT;
+    s.p_k = s.p_q + 1;
+    CHECK(mha_forward(&s, &p.w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "p_q != p_k with dot scoring");
+    s = base;
+    s.heads = 3; s.kv_heads = 2;
+    CHECK(mha_forward(&s, &p.w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "heads %% kv_heads != 0");
+    s = base;
+    s.score = (mha_score)-1;
+    CHECK(mha_forward(&s, &p.w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "unknown score enum value");
+    /* overflow of the byte counts, checked with this build's size_t */
+    s = base;
+    s.d_q = INT32_MAX; s.p_q = INT32_MAX; s.heads = s.kv_heads = 4;
+    CHECK(mha_forward(&s, &p.w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_OVERFLOW &&
+              mha_workspace_size(&s, 1, 2, 3) == 0,
+          "weights beyond size_t: MHA_ERR_OVERFLOW and workspace size 0");
+    CHECK(mha_head(&s, &p.w, 0, p.q, p.k, p.v, 3, 3, p.out, p.ws, p.ws_bytes) == MHA_ERR_OVERFLOW &&
+              mha_output(&s, &p.w, p.q, p.out) == MHA_ERR_OVERFLOW,
+          "weights beyond size_t: mha_head and mha_output give MHA_ERR_OVERFLOW");
+    s = base;
+    s.d_q = INT32_MAX;
+    CHECK(mha_forward(&s, &p.w, INT32_MAX, INT32_MAX, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) ==
+                  MHA_ERR_OVERFLOW &&
+              mha_workspace_size(&s, INT32_MAX, INT32_MAX, 3) == 0,
+          "queries [batch][n][d_q] beyond size_t: MHA_ERR_OVERFLOW and workspace size 0");
+    s = base;
+    s.p_q = INT32_MAX; s.p_k = INT32_MAX; s.p_a = INT32_MAX; s.heads = s.kv_heads = 4;
+    CHECK(mha_workspace_size(&s, 1, 1, INT32_MAX) == 0, "additive A_q beyond size_t: workspace size 0");
+    if (sizeof(size_t) == 4) {
+        s = base;
+        s.d_q = 1 << 15; s.p_q = 1 << 15; s.heads = s.kv_heads = 1;
+        CHECK(mha_workspace_size(&s, 1, 1, 1) == 0, "32-bit size_t: W_q of 2^30 floats overflows");
+    } else {
+        mha_weight_counts c;
+        s = base;
+        s.d_q = 1 << 15; s.p_q = 1 << 15; s.heads = s.kv_heads = 1;
+        CHECK(mha_weight_counts_get(&s, &c) == MHA_OK && c.w_q == (size_t)1 << 30,
+              "64-bit size_t: W_q of 2^30 floats fits");
+    }
+    tu_problem_free(&p);
+}
+
+/* ---- masks ---------------------------------------------------------------------- */
+
+static void test_masks(void) {
+    mha_shape s = shape_rand(0);
+    tu_problem p;
+    mha_mask mask;
+    int32_t lens[2 * 3], offs[6], i;
+    uint8_t keep[2 * 3 * 4];
+    float *ref;
+    size_t n_out = 0, j;
+    int ok = 1;
+    s.p_o = 3;
+    tu_problem_make(&p, &s, 2, 3, 4, 1);
+    n_out = 2 * 3 * 3;
+    ref = (float *)malloc(n_out * sizeof(float));
+    memset(&mask, 0, sizeof mask);
+    mask.valid_lens = lens;
+    for (i = 0; i < 6; ++i) lens[i] = 2;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "valid lengths in range");
+    lens[1] = 5;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "[batch] valid length > m");
+    lens[1] = -1;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "[batch] valid length < 0");
+    lens[1] = 2;
+    mask.valid_lens_per_query = 1;
+    lens[5] = 5;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "[batch][n] valid length > m");
+    lens[5] = INT32_MIN;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "[batch][n] valid length INT32_MIN");
+    mask.valid_lens_per_query = 0;
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "[batch] layout reads only lens[0..batch-1]");
+    /* keep masks that mask everything: every row is b_o, weights 0 */
+    memset(&mask, 0, sizeof mask);
+    memset(keep, 0, sizeof keep);
+    mask.keep = keep;
+    for (j = 0; j < 2 * (size_t)s.heads * 3 * 4; ++j) p.attn[j] = 9.0f;
+    CHECK(tu_forward(&p, &mask, p.attn) == MHA_OK, "keep all zero: OK");
+    for (j = 0; j < n_out; ++j) ok &= p.out[j] == p.w.b_o[j % 3];
+    for (j = 0; j < 2 * (size_t)s.heads * 3 * 4; ++j) ok &= p.attn[j] == 0.0f;
+    CHECK(ok, "keep all zero: every output row is exactly b_o, every weight 0");
+    /* causal offsets far outside [-n, m] */
+    memset(&mask, 0, sizeof mask);
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "no mask");
+    memcpy(ref, p.out, n_out * sizeof(float));
+    offs[0] = INT32_MAX; offs[1] = INT32_MAX - 1; offs[2] = 4; offs[3] = 1000000;
+    mask.causal = 1;
+    for (i = 0; i < 4; ++i) {
+        mask.causal_offset = offs[i];
+        CHECK(tu_forward(&p, &mask, NULL) == MHA_OK && memcmp(ref, p.out, n_out * sizeof(float)) == 0,
+              "causal offset %ld >= m: same as no mask", (long)offs[i]);
+    }
+    offs[0] = INT32_MIN; offs[1] = INT32_MIN + 1; offs[2] = -3; offs[3] = -1000000;
+    for (i = 0; i < 4; ++i) {
+        mask.causal_offset = offs[i];
+        ok = tu_forward(&p, &mask, NULL) == MHA_OK;
+        for (j = 0; j < n_out; ++j) ok &= p.out[j] == p.w.b_o[j % 3];
+        CHECK(ok, "causal offset %ld <= -n: every row fully masked (b_o)", (long)offs[i]);
+    }
+    free(ref);
+    tu_problem_free(&p);
+}
+
+/* ---- numbers in the inputs ------------------------------------------------------ */
+
+static int row_is(const float *out, size_t row, size_t p_o, int want_nan) {
+    size_t i;
+    int any_nan = 0;
+    for (i = 0; i < p_o; ++i) any_nan |= out[row * p_o + i] != out[row * p_o + i];
+    return want_nan ? any_nan : !any_nan;
+}
+
+static void test_numbers(void) {
+    mha_shape s = shape_rand(0);
+    tu_problem p;
+    mha_mask mask;
+    float *keep_v, saved;
+    double *ref, mx = 0.0;
+    size_t i, n_out, po;
+    int ok;
+    int32_t lens[2] = {4, 2};
+    s.heads = s.kv_heads = 1;
+    tu_problem_make(&p, &s, 2, 3, 4, 1);
+    po = (size_t)s.p_o;
+    n_out = 2 * 3 * po;
+    /* NaN in one key of batch 1: all of batch 1's rows NaN, batch 0 clean */
+    saved = p.k[(4 + 1) * (size_t)s.d_k];
+    p.k[(4 + 1) * (size_t)s.d_k] = NAN;
+    ok = tu_forward(&p, NULL, NULL) == MHA_OK;
+    for (i = 0; i < 6; ++i) ok &= row_is(p.out, i, po, i >= 3);
+    CHECK(ok, "NaN in a key: the rows of its sequence are NaN, other sequences are not");
+    /* ... unless that key is masked for them */
+    memset(&mask, 0, sizeof mask);
+    lens[1] = 1; /* batch 1 sees key 0 only; the NaN key is key 1 */
+    mask.valid_lens = lens;
+    ok = tu_forward(&p, &mask, NULL) == MHA_OK;
+    for (i = 0; i < 6; ++i) ok &= row_is(p.out, i, po, 0);
+    CHECK(ok, "NaN in a masked key: no row is NaN");
+    p.k[(4 + 1) * (size_t)s.d_k] = saved;
+    /* Inf in a value: rows that weight it get Inf/NaN, others stay finite */
+    keep_v = p.v + 0; /* batch 0, key 0 */
+    saved = *keep_v;
+    *keep_v = INFINITY;
+    ok = tu_forward(&p, NULL, NULL) == MHA_OK;
+    for (i = 0; i < 6; ++i) ok &= (i < 3) ? !tu_all_finite(p.out + i * po, po) : tu_all_finite(p.out + i * po, po);
+    CHECK(ok, "Inf in a value: only rows of its sequence are non-finite");
+    *keep_v = saved;
+    /* NaN in a weight of W_o: only output column 0 is NaN */
+    saved = p.w.w_o[0];
+    ((float *)p.w.w_o)[0] = NAN;
+    ok = tu_forward(&p, NULL, NULL) == MHA_OK;
+    for (i = 0; i < n_out; ++i) ok &= (i % po == 0) ? p.out[i] != p.out[i] : p.out[i] == p.out[i];
+    CHECK(ok, "NaN in W_o[0][0]: output column 0 is NaN in every row, the other columns are not");
+    ((float *)p.w.w_o)[0] = saved;
+    /* huge finite inputs: projections of 1e15 give scores near 1e30 */
+    for (i = 0; i < 2 * 3 * (size_t)s.d_q; ++i) p.q[i] *= 1e15f;
+    for (i = 0; i < 2 * 4 * (size_t)s.d_k; ++i) p.k[i] *= 1e15f;
+    CHECK(tu_forward(&p, NULL, p.attn) == MHA_OK && tu_all_finite(p.out, n_out) &&
+              tu_all_finite(p.attn, 2 * 3 * 4),
+          "queries and keys of 1e15 (scores ~1e30): finite output");
+    /* subnormal inputs: finite and equal to the double reference */
+    for (i = 0; i < 2 * 3 * (size_t)s.d_q; ++i) p.q[i] = 1e-39f;
+    for (i = 0; i < 2 * 4 * (size_t)s.d_k; ++i) p.k[i] = -2e-39f;
+    for (i = 0; i < 2 * 4 * (size_t)s.d_v; ++i) p.v[i] = 3e-40f * (float)(i % 5);
+    ref = (double *)malloc(n_out * sizeof(double));
+    ok = tu_forward(&p, NULL, NULL) == MHA_OK && tu_all_finite(p.out, n_out);
+    naive_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, ref, NULL);
+    for (i = 0; i < n_out; ++i) mx = fabs(ref[i]) > mx ? fabs(ref[i]) : mx;
+    for (i = 0; i < n_out; ++i) ok &= fabs((double)p.out[i] - ref[i]) <= 1e-5 * (1.0 + mx);
+    CHECK(ok, "subnormal inputs: finite, and agree with the double reference");
+    free(ref);
+    tu_problem_free(&p);
+}
+
+int main(void) {
+    tu_seed(2026);
+    test_canary();
+    test_nulls();
+    test_sizes();
+    test_masks();
+    test_numbers();
+    return tu_summary();
+}
