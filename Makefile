@@ -31,14 +31,16 @@ TESTDEP  = mha.h tests/test_util.h tests/naive_ref.h
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # the suite's programs, as tests/run.sh runs them
-PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads
+PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
+           $(BUILD)/test_mathf
 EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint install clean
 
-all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(CONTRACT) $(EXBINS)
+all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
+     $(CONTRACT) $(EXBINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -55,6 +57,9 @@ $(BUILD)/replay: $(REPLAY) $(TESTDEP) | $(BUILD)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests $(THREADS) -o $@ $(LDLIBS) -pthread
+
+$(BUILD)/test_mathf: tests/test_mathf.c $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $< -o $@ $(LDLIBS)
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)

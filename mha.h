@@ -218,8 +218,32 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #error "MHA_NO_STATUS_STRINGS must be 0 or 1"
 #endif
 
+#ifndef MHA_NO_LIBM
+#define MHA_NO_LIBM 0
+#endif
+#if MHA_NO_LIBM != 0 && MHA_NO_LIBM != 1
+#error "MHA_NO_LIBM must be 0 or 1"
+#endif
+#ifndef MHA_NO_ADDITIVE
+#define MHA_NO_ADDITIVE 0
+#endif
+#if MHA_NO_ADDITIVE != 0 && MHA_NO_ADDITIVE != 1
+#error "MHA_NO_ADDITIVE must be 0 or 1"
+#endif
+
 #include <float.h>
 
+#if MHA_NO_LIBM
+#ifndef MHA_EXPF
+#define MHA_EXPF(x) mha__expf(x)
+#endif
+#ifndef MHA_TANHF
+#define MHA_TANHF(x) mha__tanhf(x)
+#endif
+#ifndef MHA_SQRTF
+#define MHA_SQRTF(x) mha__sqrtf(x)
+#endif
+#else
 #if !defined(MHA_EXPF) || !defined(MHA_TANHF) || !defined(MHA_SQRTF)
 #include <math.h>
 #endif
@@ -232,14 +256,6 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #ifndef MHA_SQRTF
 #define MHA_SQRTF(x) sqrtf(x)
 #endif
-#if !defined(MHA_MEMCPY) || !defined(MHA_MEMSET)
-#include <string.h>
-#endif
-#ifndef MHA_MEMCPY
-#define MHA_MEMCPY(d, s, n) memcpy((d), (s), (n))
-#endif
-#ifndef MHA_MEMSET
-#define MHA_MEMSET(d, c, n) memset((d), (c), (n))
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -251,6 +267,84 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
+#if MHA_NO_LIBM
+
+/* The bits of a float and back, by bytes (no type punning, no libc). */
+MHA__PRIVATE uint32_t mha__bits(float f) {
+    uint32_t u = 0;
+    unsigned char *d = (unsigned char *)&u;
+    const unsigned char *s = (const unsigned char *)&f;
+    size_t i;
+    for (i = 0; i < sizeof f; ++i) d[i] = s[i];
+    return u;
+}
+MHA__PRIVATE float mha__from_bits(uint32_t u) {
+    float f = 0.0f;
+    unsigned char *d = (unsigned char *)&f;
+    const unsigned char *s = (const unsigned char *)&u;
+    size_t i;
+    for (i = 0; i < sizeof f; ++i) d[i] = s[i];
+    return f;
+}
+
+/* e^x. x = k ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact k ln2),
+   e^r by its Taylor series to r^7, and 2^k applied in two halves so that no
+   step leaves the normal range. Below ln(FLT_MIN) it returns exactly 0 (no
+   subnormal results); above ln(FLT_MAX) it returns +inf; NaN stays NaN.
+   Measured error: see tests/test_mathf.c. */
+MHA__PRIVATE float mha__expf(float x) {
+    float kf, r, q, p;
+    int32_t k, k1;
+    if (x != x) return x;
+    if (x > 88.8f) return FLT_MAX * 2.0f;
+    if (x < -87.33654475f) return 0.0f;
+    kf = x * 1.44269504f;
+    k = (int32_t)(kf < 0.0f ? kf - 0.5f : kf + 0.5f);
+    r = x - (float)k * 0.693145751953125f - (float)k * 1.428606765330187e-06f;
+    q = 0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f + r * (1.3888889e-3f + r * 1.9841270e-4f))));
+    p = 1.0f + (r + r * r * q);
+    k1 = k / 2;
+    return p * mha__from_bits((uint32_t)(k1 + 127) << 23) * mha__from_bits((uint32_t)(k - k1 + 127) << 23);
+}
+
+/* tanh x: an odd Taylor polynomial to x^19 for |x| < 0.55, 1 - 2/(e^2|x| + 1)
+   above, and +-1 beyond 9 (where tanh rounds to 1 in fp32). */
+MHA__PRIVATE float mha__tanhf(float x) {
+    float ax = x < 0.0f ? -x : x, t, z;
+    if (x != x) return x;
+    if (ax > 9.0f) return x < 0.0f ? -1.0f : 1.0f;
+    if (ax < 0.55f) {
+        z = x * x;
+        return x + x * z * (-3.3333334e-1f + z * (1.3333334e-1f + z * (-5.3968254e-2f + z * (2.1869490e-2f +
+                   z * (-8.8632355e-3f + z * (3.5921280e-3f + z * (-1.4558344e-3f + z * (5.9002744e-4f +
+                   z * -2.3912911e-4f))))))));
+    }
+    t = 1.0f - 2.0f / (mha__expf(2.0f * ax) + 1.0f);
+    return x < 0.0f ? -t : t;
+}
+
+/* sqrt x: an initial guess from the exponent bits, then three Newton steps.
+   Subnormals are scaled by 2^48 first; x < 0 or NaN gives NaN, +-0 and +inf
+   are returned as they are. */
+MHA__PRIVATE float mha__sqrtf(float x) {
+    float y, z, scale = 1.0f;
+    int i;
+    if (x != x || x < 0.0f) {
+        z = x - x; /* NaN, or 0 for x < 0 */
+        return z != z ? z : z / z;
+    }
+    if (x == 0.0f || x > FLT_MAX) return x;
+    if (x < FLT_MIN) {
+        x *= 281474976710656.0f; /* 2^48 */
+        scale = 5.9604645e-8f;   /* 2^-24 */
+    }
+    y = mha__from_bits(0x1fbd1df5u + (mha__bits(x) >> 1));
+    for (i = 0; i < 3; ++i) y = 0.5f * (y + x / y);
+    return y * scale;
+}
+#endif /* MHA_NO_LIBM */
 
 /* ---- sizes ---------------------------------------------------------------- */
 
@@ -298,7 +392,7 @@ MHA__PRIVATE mha_status mha__plan_make(const mha_shape *s, mha__plan *p) {
         p->additive = 0;
         p->p_a = 0;
         p->scale = s->scale != 0.0f ? s->scale : 1.0f / MHA_SQRTF((float)s->p_k);
-    } else if (s->score == MHA_SCORE_ADDITIVE) {
+    } else if (s->score == MHA_SCORE_ADDITIVE && !MHA_NO_ADDITIVE) {
         if (s->p_a < 1) return MHA_ERR_SHAPE;
         p->additive = 1;
         p->p_a = (size_t)s->p_a;
@@ -367,12 +461,8 @@ MHA__PRIVATE float *mha__align(void *workspace) {
 
 /* ---- reference kernels ---------------------------------------------------- */
 
-MHA__PRIVATE float mha__neg_inf(void) {
-    uint32_t bits = 0xff800000u;
-    float f;
-    MHA_MEMCPY(&f, &bits, sizeof f);
-    return f;
-}
+/* -inf, the mark of a masked score (float.h has no INFINITY). */
+MHA__PRIVATE float mha__neg_inf(void) { return -(FLT_MAX * 2.0f); }
 
 /* x . y over n elements, fp32 accumulation in index order. */
 MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t n) {
@@ -455,10 +545,13 @@ MHA__PRIVATE void mha__attend(const mha__plan *p, const mha__row *r, float *sc, 
             sc[j] = ninf;
             continue;
         }
+#if !MHA_NO_ADDITIVE
         if (p->additive) {
             const float *akj = r->ak + j * p->p_a;
             for (a = 0; a < p->p_a; ++a) s += r->w_a[a] * MHA_TANHF(r->aq[a] + akj[a]);
-        } else {
+        } else
+#endif
+        {
             s = p->scale * mha__dot(r->qp, r->kp + j * p->p_k, p->p_k);
         }
         sc[j] = r->bias ? s + r->bias[j] : s;
@@ -564,7 +657,7 @@ MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int3
     mha__row r;
     mha_status st;
     float *ws, *kp, *vp, *ak, *qp, *sc, *cat;
-    size_t b, t, i, g, nb, nn, mm;
+    size_t b, t, i, j, g, nb, nn, mm;
     if (!shape || !w) return MHA_ERR_NULL;
     if ((st = mha__plan_make(shape, &p)) != MHA_OK) return st;
     if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
@@ -601,8 +694,8 @@ MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int3
                 r.ak = ak + i * mm * p.p_a;
                 mha__row_weights(&p, w, i, &r);
                 mha__attend(&p, &r, sc, cat + i * p.p_v);
-                if (attn && mm > 0)
-                    MHA_MEMCPY(attn + ((b * p.heads + i) * nn + t) * mm, sc, mm * sizeof(float));
+                if (attn)
+                    for (j = 0; j < mm; ++j) attn[((b * p.heads + i) * nn + t) * mm + j] = sc[j];
             }
             mha__linear(cat, 1, p.heads * p.p_v, w->w_o, w->b_o, p.p_o, out + row * p.p_o);
         }

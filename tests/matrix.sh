@@ -37,6 +37,14 @@ stage "gcc -std=c99 strict -O0" strict_cc gcc -O0
 stage "clang -std=c99 strict -O2" strict_cc clang
 stage "gcc -m32 strict" strict_cc gcc -m32
 stage "gcc MHA_NO_STATUS_STRINGS=1" strict_cc gcc -DMHA_NO_STATUS_STRINGS=1
+stage "gcc MHA_NO_LIBM=1" strict_cc gcc -DMHA_NO_LIBM=1
+stage "clang MHA_NO_LIBM=1 -m32" strict_cc clang -DMHA_NO_LIBM=1 -m32
+stage "gcc MHA_NO_ADDITIVE=1 (suite: additive refused)" sh -c \
+    "gcc $STRICT -DMHA_NO_ADDITIVE=1 -c tests/test_impl.c -o $B/noadd.o &&
+     gcc -O2 -std=c99 -DMHA_NO_ADDITIVE=1 -Itests $SUITE -o $B/suite_noadd -lm && $B/suite_noadd > /dev/null"
+stage "freestanding, no libm: no undefined symbol but memcpy/memset" sh -c \
+    "gcc $STRICT -O2 -ffreestanding -DMHA_NO_LIBM=1 -c tests/test_impl.c -o $B/free.o &&
+     ! nm -u $B/free.o | grep -vE ' (memcpy|memset)\$'"
 stage "g++ -std=c++11 (implementation as C++)" sh -c \
     "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 tests/cpp_tu.cpp -o $B/cpp && $B/cpp &&
      g++ -std=c++11 -Wall -Wextra -Werror -x c++ -c tests/test_impl.c -o $B/impl_cpp.o"
