@@ -2,7 +2,7 @@
    shape and score kind, batch/n/m, masks, which pointer (if any) is NULL, the
    workspace size and offset, and the data. For each input it checks that
      1. the status equals fuzz_expected_status(), an independent predicate
-        written from the README's error table (128-bit byte counts);
+        written from the README's error table (exact byte counts);
      2. with finite data, an MHA_OK result is finite;
      3. mha_forward agrees with naive_forward (tests/naive_ref.h, double);
      4. nothing is read or written outside the buffers (ASan, exact-size
@@ -70,14 +70,29 @@ static float fz_value(fuzz_reader *r, int specials, int *finite) {
     return ((float)b - 128.0f) / 32.0f;
 }
 
-typedef unsigned __int128 fz_u128;
+/* Exact byte counts for the predicate: 128-bit where the compiler has it;
+   elsewhere (32-bit targets, where SIZE_MAX < 2^64) 64-bit arithmetic that
+   saturates, which is just as exact for a comparison with SIZE_MAX. */
+#ifdef __SIZEOF_INT128__
+typedef unsigned __int128 fz_u;
+static fz_u fz_mul(fz_u a, fz_u b) { return a * b; }
+static fz_u fz_add(fz_u a, fz_u b) { return a + b; }
+#else
+typedef uint64_t fz_u;
+static fz_u fz_mul(fz_u a, fz_u b) { return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
+static fz_u fz_add(fz_u a, fz_u b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+#endif
+static fz_u fz_bytes3(int64_t a, int64_t b, int64_t c) {
+    return fz_mul(fz_mul(fz_mul((fz_u)a, (fz_u)b), (fz_u)c), 4u);
+}
 
 /* The status mha_forward must return, from the README's rules alone. */
 static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_t n, int32_t m, int null_which,
                                        const mha_mask *mask, int want_attn, const void *ws, size_t ws_bytes) {
     int32_t kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
     int additive = s->score == MHA_SCORE_ADDITIVE;
-    fz_u128 H, KV, pa, limit = (fz_u128)SIZE_MAX, total;
+    fz_u limit = (fz_u)SIZE_MAX, total;
+    int64_t H, KV, pa;
     int32_t b, t, per;
     if (null_which == 1 || null_which == 2) return MHA_ERR_NULL; /* shape or weights */
     if (s->heads < 1 || s->kv_heads < 0 || kv < 1 || s->heads % kv != 0 || s->d_q < 1 || s->d_k < 1 ||
@@ -87,23 +102,27 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     if (!additive && (s->p_q != s->p_k || !isfinite(s->scale))) return MHA_ERR_SHAPE;
     if (additive && s->p_a < 1) return MHA_ERR_SHAPE;
     if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    if (null_which >= 3 && null_which <= 13 && (null_which < 11 || additive)) return MHA_ERR_NULL; /* 11..13: a_q, a_k, a_v */
-    H = (fz_u128)s->heads;
-    KV = (fz_u128)kv;
-    pa = additive ? (fz_u128)s->p_a : 0;
-#define FZ_BYTES3(a, b_, c) ((fz_u128)(a) * (fz_u128)(b_) * (fz_u128)(c) * 4u)
-    if (FZ_BYTES3(H, s->p_q, s->d_q) > limit || FZ_BYTES3(KV, s->p_k, s->d_k) > limit ||
-        FZ_BYTES3(KV, s->p_v, s->d_v) > limit || FZ_BYTES3(s->p_o, H, s->p_v) > limit ||
-        FZ_BYTES3(H, pa, s->p_q) > limit || FZ_BYTES3(H, pa, s->p_k) > limit ||
-        FZ_BYTES3(batch, n, s->d_q) > limit || FZ_BYTES3(batch, m, s->d_k) > limit ||
-        FZ_BYTES3(batch, m, s->d_v) > limit || FZ_BYTES3(batch, n, s->p_o) > limit ||
-        (want_attn && FZ_BYTES3(batch, n, m) * H > limit) ||
-        (mask && (mask->keep || mask->bias) && FZ_BYTES3(batch, n, m) > limit))
+    if (null_which >= 3 && null_which <= 13 && (null_which < 11 || additive)) return MHA_ERR_NULL; /* 11..13: a_* */
+    H = s->heads;
+    KV = kv;
+    pa = additive ? s->p_a : 0;
+    if (fz_bytes3(H, s->p_q, s->d_q) > limit || fz_bytes3(KV, s->p_k, s->d_k) > limit ||
+        fz_bytes3(KV, s->p_v, s->d_v) > limit || fz_bytes3(s->p_o, H, s->p_v) > limit ||
+        fz_bytes3(H, pa, s->p_q) > limit || fz_bytes3(H, pa, s->p_k) > limit ||
+        fz_bytes3(batch, n, s->d_q) > limit || fz_bytes3(batch, m, s->d_k) > limit ||
+        fz_bytes3(batch, m, s->d_v) > limit || fz_bytes3(batch, n, s->p_o) > limit ||
+        (want_attn && fz_mul(fz_bytes3(batch, n, m), (fz_u)H) > limit) ||
+        (mask && (mask->keep || mask->bias) && fz_bytes3(batch, n, m) > limit))
         return MHA_ERR_OVERFLOW;
-    total = 4u * (KV * (fz_u128)m * ((fz_u128)s->p_k + (fz_u128)s->p_v) + H * (fz_u128)m * pa +
-                  H * (fz_u128)s->p_q + pa + (fz_u128)m + H * (fz_u128)s->p_v) + 64u;
+    /* 4 (kv m (p_k + p_v) + h m p_a + h p_q + p_a + m + h p_v) + 64 */
+    total = fz_mul(fz_mul((fz_u)KV, (fz_u)m), (fz_u)s->p_k + (fz_u)s->p_v);
+    total = fz_add(total, fz_mul(fz_mul((fz_u)H, (fz_u)m), (fz_u)pa));
+    total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_q));
+    total = fz_add(total, fz_add((fz_u)pa, (fz_u)m));
+    total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_v));
+    total = fz_add(fz_mul(total, 4u), 64u);
     if (total > limit) return MHA_ERR_OVERFLOW;
-    if (!ws || (fz_u128)ws_bytes < total) return MHA_ERR_WORKSPACE;
+    if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
     if (mask && mask->valid_lens) {
         per = mask->valid_lens_per_query ? n : 1;
         for (b = 0; b < batch; ++b)

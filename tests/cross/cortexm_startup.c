@@ -1,0 +1,38 @@
+/* Minimal start-up for the Cortex-M test images run under qemu-system-arm:
+   a vector table and a reset handler that enables the FPU (when there is one)
+   and enters newlib's _start (rdimon crt0: zeroes .bss, sets up semihosting,
+   calls main, and exits through semihosting with main's status). */
+#include <stdint.h>
+
+extern void _start(void);
+extern uint32_t __stack_top;
+
+void cortexm_reset(void);
+void cortexm_fault(void);
+
+void cortexm_reset(void) {
+#if defined(__ARM_FP) || defined(__ARM_FEATURE_MVE)
+    /* CPACR: full access to CP10 and CP11, before any float instruction */
+    *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
+    __asm__ volatile("dsb\n\tisb");
+#endif
+    _start();
+    for (;;) {}
+}
+
+/* A fault ends the run with a message through semihosting (SYS_WRITE0) and exit. */
+void cortexm_fault(void) {
+    static const char msg[] = "cortexm: hard fault\n0 passed, 1 failed\n";
+    register uint32_t r0 __asm__("r0") = 0x04u; /* SYS_WRITE0 */
+    register const char *r1 __asm__("r1") = msg;
+    __asm__ volatile("bkpt 0xab" : : "r"(r0), "r"(r1) : "memory");
+    r0 = 0x18u; /* SYS_EXIT */
+    r1 = (const char *)0x20024u; /* ADP_Stopped_RunTimeErrorUnknown */
+    __asm__ volatile("bkpt 0xab" : : "r"(r0), "r"(r1) : "memory");
+    for (;;) {}
+}
+
+__attribute__((section(".vectors"), used)) static void (*const cortexm_vectors[16])(void) = {
+    (void (*)(void))(uintptr_t)&__stack_top, cortexm_reset, cortexm_fault, cortexm_fault, cortexm_fault,
+    cortexm_fault, cortexm_fault, 0, 0, 0, 0, cortexm_fault, cortexm_fault, 0, cortexm_fault, cortexm_fault,
+};

@@ -1,0 +1,107 @@
+#!/bin/sh
+# make cross-test: the tests on the machines firmware ships on, under
+# emulators from Debian packages. Each target prints its own
+# "N passed, M failed"; the last line is the total over all targets.
+#   Cortex-M4F (mps2-an386), Cortex-M3 soft float (mps2-an385), Cortex-M33
+#   (mps2-an505) under qemu-system-arm with semihosting: the PyTorch vector
+#   suite (also with MHA_NO_LIBM=1), the hostile-input tests, the math ulp
+#   test, and examples/firmware;
+#   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h);
+#   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
+#   program, the fuzz corpus replay and the threads test included;
+#   Cortex-M0+ and RISC-V rv32imac: compile only, with -Werror.
+B=${BUILD:-build}/cross
+mkdir -p "$B"
+STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror"
+SUITE="tests/test_mha.c tests/test_impl.c"
+HOSTILE="tests/test_hostile.c tests/test_impl.c"
+REPLAY="tests/fuzz/fuzz_mha.c tests/fuzz/replay.c tests/test_impl.c"
+CORPUS=$(ls tests/fuzz/corpus/* | tr '\n' ' ')
+total_p=0; total_f=0
+
+add() { # add LABEL OUTPUT: adds the last "N passed, M failed" of OUTPUT
+    line=$(printf '%s\n' "$2" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+    if [ -z "$line" ]; then p=0; f=1; else p=${line%% passed*}; f=${line#*passed, }; f=${f%% failed*}; fi
+    total_p=$((total_p + p)); total_f=$((total_f + f))
+    echo "cross $1: $p passed, $f failed"
+}
+build() { # build OUT COMPILER ARGS...: a failed build is one failure
+    out=$1; shift
+    if ! "$@" -o "$out" > "$out.log" 2>&1; then cat "$out.log"; return 1; fi
+}
+
+# ---- Cortex-M under qemu-system-arm --------------------------------------
+cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
+    name=$1; machine=$2; mem=$3; shift 3
+    cc="arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -Itests --specs=rdimon.specs -Ltests/cross/$mem -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
+    run="qemu-system-arm -M $machine -nographic -semihosting -kernel"
+    ok=1
+    build "$B/$name-mha.elf" $cc $SUITE -lm || ok=0
+    build "$B/$name-mha-nolibm.elf" $cc -DMHA_NO_LIBM=1 $SUITE -lm || ok=0 # -lm: for the tests' own use
+    build "$B/$name-hostile.elf" $cc $HOSTILE -lm || ok=0
+    build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
+    build "$B/$name-firmware.elf" $cc -Iexamples/firmware examples/firmware/main.c || ok=0
+    if [ $ok = 0 ]; then add "$name build" ""; return; fi
+    out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
+        "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-mathf.elf" \
+        "timeout 60 $run $B/$name-firmware.elf" 2>&1)
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault' 
+    add "$name" "$out"
+}
+cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
+cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
+cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+
+# ---- Linux targets: s390x and aarch64 under qemu-user, i386 natively -------
+linux() { # linux NAME RUNNER CC ARGS...
+    name=$1; runner=$2; shift 2
+    # s390x evaluates float in double under ISO C (FLT_EVAL_METHOD 1), which
+    # -Wdouble-promotion reports; the GNU default (fast excess precision) does not.
+    extra=""; [ "$name" = s390x ] && extra="-fexcess-precision=fast"
+    ok=1
+    build "$B/$name-mha" "$@" -O2 -std=c99 -Itests $SUITE -lm || ok=0
+    build "$B/$name-hostile" "$@" -O2 -std=c99 -Itests $HOSTILE -lm || ok=0
+    build "$B/$name-replay" "$@" -O2 -std=c99 $REPLAY -lm || ok=0
+    build "$B/$name-threads" "$@" -O2 -std=c99 -Itests tests/test_threads.c tests/test_impl.c -lm -pthread || ok=0
+    build "$B/$name-mathf" "$@" -O2 -std=c99 -DMATHF_STRIDE=401u -Itests tests/test_mathf.c -lm || ok=0
+    build "$B/$name-static" "$@" -O2 $STRICT $extra tests/static_a.c tests/static_b.c tests/static_main.c -lm || ok=0
+    build "$B/$name-twice" "$@" -O2 $STRICT $extra tests/include_twice.c -lm || ok=0
+    if [ $ok = 0 ]; then add "$name build" ""; return; fi
+    out=$(sh tests/run.sh "$runner $B/$name-mha" "$runner $B/$name-hostile" "$runner $B/$name-replay $CORPUS" \
+        "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" 2>&1)
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL' | sed "s|$CORPUS|corpus|"
+    add "$name" "$out"
+}
+linux s390x qemu-s390x s390x-linux-gnu-gcc -static
+linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
+linux i386 "" gcc -m32
+
+# ---- AVR ATmega2560 under simavr --------------------------------------------
+if build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
+        tests/cross/avr_test.c; then
+    out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr.elf" 2>&1)
+    printf '%s\n' "$out" | grep -vE '^\s*$' | tail -n 8
+    add "avr-atmega2560" "$out"
+else
+    add "avr-atmega2560 build" ""
+fi
+
+# ---- compile only -----------------------------------------------------------
+compile_only() { # compile_only NAME HOSTED CC ARGS...: HOSTED 1 also builds the libm configuration
+    name=$1; hosted=$2; shift 2
+    : > "$B/$name.log"
+    if { [ "$hosted" = 0 ] || "$@" $STRICT -O2 -c tests/test_impl.c -o "$B/$name.o" >> "$B/$name.log" 2>&1; } &&
+       "$@" $STRICT -O2 -DMHA_NO_LIBM=1 -ffreestanding -c tests/test_impl.c -o "$B/$name-free.o" >> "$B/$name.log" 2>&1 &&
+       "$@" $STRICT -Os -DMHA_NO_LIBM=1 -DMHA_NO_ADDITIVE=1 -DMHA_NO_STATUS_STRINGS=1 -ffreestanding \
+           -c tests/test_impl.c -o "$B/$name-small.o" >> "$B/$name.log" 2>&1; then
+        add "$name (compile only, -Werror)" "1 passed, 0 failed"
+    else
+        cat "$B/$name.log"; add "$name (compile only)" ""
+    fi
+}
+compile_only cortex-m0plus 1 arm-none-eabi-gcc -mcpu=cortex-m0plus -mthumb
+# Debian's riscv64-unknown-elf-gcc comes without a libc: freestanding, MHA_NO_LIBM builds only
+compile_only rv32imac 0 riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32
+
+echo "$total_p passed, $total_f failed"
+[ "$total_f" -eq 0 ]
