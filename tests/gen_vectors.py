@@ -2,6 +2,8 @@
 """Writes reference vectors for mha.h as C source, computed with PyTorch.
 
 Usage: /usr/bin/python3 tests/gen_vectors.py [OUT.h]   (default tests/ref_vectors.h)
+       /usr/bin/python3 tests/gen_vectors.py --small [OUT.h]  (tests/ref_vectors_small.h,
+       a reduced set for targets with little RAM)
 
 Two independent sources of truth:
   * torch.nn.MultiheadAttention itself (run in float64) for everything it can
@@ -297,7 +299,24 @@ def comp_cases():
               weights=True)
 
 
+def small_cases():
+    """A reduced set for targets with a few KiB of RAM (AVR): tiny sizes."""
+    torch_case("torch_mha_packed", "tiny", 4, 2, 1, 2, 3)
+    dot = dict(heads=2, kv_heads=1, d_q=3, d_k=2, d_v=3, p_q=2, p_k=2, p_v=2, p_o=2, score="dot")
+    comp_case("gqa", "tiny_causal_valid_lens", dot, 2, 2, 3,
+              mask=dict(causal=1, causal_offset=1, valid_lens=torch.tensor([3, 0])), weights=True)
+    add = dict(heads=1, d_q=2, d_k=3, d_v=2, p_q=2, p_k=3, p_v=2, p_o=2, score="additive", p_a=2)
+    comp_case("additive", "tiny_keep", add, 1, 2, 3, mask=dict(
+        keep=lambda B, n, m: torch.tensor([[[1, 0, 1], [0, 1, 1]]], dtype=torch.uint8)))
+
+
 if __name__ == "__main__":
-    torch_cases()
-    comp_cases()
-    W.write(sys.argv[1] if len(sys.argv) > 1 else "tests/ref_vectors.h")
+    # usage: gen_vectors.py [OUT.h] [--small]
+    args = [a for a in sys.argv[1:] if a != "--small"]
+    if "--small" in sys.argv:
+        small_cases()
+        W.write(args[0] if args else "tests/ref_vectors_small.h")
+    else:
+        torch_cases()
+        comp_cases()
+        W.write(args[0] if args else "tests/ref_vectors.h")

@@ -77,9 +77,10 @@ linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
 linux i386 "" gcc -m32
 
 # ---- AVR ATmega2560 under simavr --------------------------------------------
-if build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
-        tests/cross/avr_test.c; then
-    out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr.elf" 2>&1)
+if build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
+        tests/cross/avr_test.c tests/test_impl.c; then
+    # simavr prints each UART line in colour and ends it with a '.'
+    out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
     printf '%s\n' "$out" | grep -vE '^\s*$' | tail -n 8
     add "avr-atmega2560" "$out"
 else
