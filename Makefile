@@ -10,6 +10,8 @@
 #   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang)
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
+#   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
+#   make size       the size and stack table of README.md, regenerated
 #   make install    copy mha.h to $(PREFIX)/include
 
 CC      ?= cc
@@ -37,7 +39,7 @@ EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
-.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint install clean
+.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint cross-test size install clean
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(CONTRACT) $(EXBINS)
@@ -111,6 +113,12 @@ coverage: | $(BUILD)
 
 lint:
 	@sh tests/lint.sh
+
+cross-test:
+	@sh tests/cross/cross_test.sh
+
+size:
+	$(PYTHON) tests/size_report.py --readme
 
 matrix:
 	@sh tests/matrix.sh

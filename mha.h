@@ -402,12 +402,14 @@ MHA__PRIVATE mha_status mha__plan_make(const mha_shape *s, mha__plan *p) {
     return MHA_OK;
 }
 
-/* Element counts of the weight arrays; returns 0 if a byte count overflows. */
+/* 1 if the byte count of every weight array fits in size_t. */
+MHA__PRIVATE int mha__weights_fit(const mha__plan *p) {
+    return mha__fits3(p->heads, p->p_q, p->d_q) && mha__fits3(p->kv, p->p_k, p->d_k) &&
+           mha__fits3(p->kv, p->p_v, p->d_v) && mha__fits3(p->heads, p->p_v, p->p_o) &&
+           mha__fits3(p->heads, p->p_a, p->p_q) && mha__fits3(p->heads, p->p_a, p->p_k);
+}
 MHA__PRIVATE int mha__weight_counts(const mha__plan *p, mha_weight_counts *c) {
-    if (!mha__fits3(p->heads, p->p_q, p->d_q) || !mha__fits3(p->kv, p->p_k, p->d_k) ||
-        !mha__fits3(p->kv, p->p_v, p->d_v) || !mha__fits3(p->heads, p->p_v, p->p_o) ||
-        !mha__fits3(p->heads, p->p_a, p->p_q) || !mha__fits3(p->heads, p->p_a, p->p_k))
-        return 0;
+    if (!mha__weights_fit(p)) return 0;
     c->b_q = p->heads * p->p_q;
     c->b_k = p->kv * p->p_k;
     c->b_v = p->kv * p->p_v;
@@ -433,16 +435,15 @@ typedef struct mha__layout {
 /* Returns 0 if the layout's byte count overflows size_t. Also checks that the
    weight arrays' byte counts fit, so every later product is safe. */
 MHA__PRIVATE int mha__layout_make(const mha__plan *p, size_t m, mha__layout *l) {
-    mha_weight_counts c;
     size_t t, off;
-    if (!mha__weight_counts(p, &c)) return 0;
+    if (!mha__weights_fit(p)) return 0;
     if (!mha__mul(m, p->p_k + p->p_v, &t) || !mha__mul(t, p->kv, &off)) return 0; /* kp, vp */
     l->kp = 0;
     l->vp = m * p->kv * p->p_k;
     l->ak = off;
     if (!mha__mul(m, p->p_a, &t) || !mha__mul(t, p->heads, &t) || !mha__add(off, t, &off)) return 0;
     l->qp = off;
-    if (!mha__add(off, c.b_q, &off)) return 0;
+    if (!mha__add(off, p->heads * p->p_q, &off)) return 0;
     l->aq = off;
     if (!mha__add(off, p->p_a, &off)) return 0;
     l->sc = off;
@@ -761,12 +762,11 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
 
 MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const float *concat, float *out) {
     mha__plan p;
-    mha_weight_counts c;
     mha_status st;
     if (!shape || !w) return MHA_ERR_NULL;
     if ((st = mha__plan_make(shape, &p)) != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    if (!mha__weight_counts(&p, &c)) return MHA_ERR_OVERFLOW;
+    if (!mha__weights_fit(&p)) return MHA_ERR_OVERFLOW;
     mha__linear(concat, 1, p.heads * p.p_v, w->w_o, w->b_o, p.p_o, out);
     return MHA_OK;
 }

@@ -9,7 +9,9 @@
 #   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h);
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included;
-#   Cortex-M0+ and RISC-V rv32imac: compile only, with -Werror.
+#   Cortex-M0+ and RISC-V rv32imac: compile only, with -Werror;
+#   a bare Cortex-M4F image around mha.h, checked with nm for heap and
+#   double-precision helpers.
 B=${BUILD:-build}/cross
 mkdir -p "$B"
 STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror"
@@ -51,6 +53,21 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
 cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
 cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
 cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+
+# ---- no heap, no double: a bare Cortex-M4F image around mha.h ---------------
+if build "$B/noheap.elf" arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os \
+        $STRICT -ffunction-sections -fdata-sections -nostartfiles -Wl,--gc-sections -Wl,--entry=noheap_reset \
+        -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/noheap.c -lc -lgcc; then
+    bad=$(arm-none-eabi-nm "$B/noheap.elf" | grep -E ' (malloc|free|calloc|realloc|_malloc_r|_free_r|__aeabi_d[a-z0-9_]*)$')
+    if [ -z "$bad" ]; then
+        echo "noheap.elf: no malloc/free/calloc/realloc, no __aeabi_d* (nm)"
+        add "cortex-m4f image: no heap, no double" "1 passed, 0 failed"
+    else
+        echo "$bad"; add "cortex-m4f image: no heap, no double" "0 passed, 1 failed"
+    fi
+else
+    add "cortex-m4f no-heap image build" ""
+fi
 
 # ---- Linux targets: s390x and aarch64 under qemu-user, i386 natively -------
 linux() { # linux NAME RUNNER CC ARGS...

@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""Code size and worst-case stack of mha.h on embedded targets.
+
+Compiles tests/test_impl.c (the implementation) for each target at -Os and
+-O2 in two configurations, and reports .text/.rodata of the object and the
+worst-case stack of every public function: its own frame (-fstack-usage) plus
+the deepest chain of callees in the call graph (-fcallgraph-info). Functions
+outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
+
+    size_report.py            print the table
+    size_report.py --readme   also rewrite the table in README.md
+    size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
+                              <= 4096 everything, <= 1536 for mha_forward in
+                              the smallest; stack <= 256 bytes for every
+                              public function)
+Ends with "N passed, M failed" (budgets checked) when --check is given.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TARGETS = [
+    ("Cortex-M0+", "arm-none-eabi-gcc", ["-mcpu=cortex-m0plus", "-mthumb"], "arm-none-eabi-size"),
+    ("Cortex-M4F", "arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
+     "arm-none-eabi-size"),
+    ("Cortex-M7", "arm-none-eabi-gcc", ["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
+     "arm-none-eabi-size"),
+    ("Cortex-M33", "arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
+     "arm-none-eabi-size"),
+    ("rv32imac", "riscv64-unknown-elf-gcc", ["-march=rv32imac", "-mabi=ilp32"], "riscv64-unknown-elf-size"),
+]
+CONFIGS = [
+    ("everything", ["-DMHA_NO_LIBM=1"]),  # with MHA_NO_LIBM, so that exp/tanh/sqrt are counted
+    ("smallest", ["-DMHA_NO_LIBM=1", "-DMHA_NO_ADDITIVE=1", "-DMHA_NO_STATUS_STRINGS=1"]),
+]
+PUBLIC = ["mha_forward", "mha_head", "mha_concat", "mha_output", "mha_workspace_size", "mha_weight_counts_get",
+          "mha_status_string"]
+BUDGET_TEXT = {"everything": 4096, "smallest": 1536}
+BUDGET_STACK = 256
+
+
+def compile_one(cc, flags, cfg, opt, tmp):
+    obj = os.path.join(tmp, "impl.o")
+    cmd = [cc] + flags + cfg + [opt, "-std=c99", "-ffreestanding", "-ffunction-sections", "-fdata-sections",
+                                "-fstack-usage", "-fcallgraph-info=su", "-c", "tests/test_impl.c", "-o", obj]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return obj
+
+
+def sizes(size_tool, obj):
+    """.text and .rodata of the object, and .text per function (-ffunction-sections)."""
+    out = subprocess.run([size_tool, "-A", obj], check=True, capture_output=True, text=True).stdout
+    text = rodata = 0
+    per_fn = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1].isdigit():
+            if parts[0].startswith(".text"):
+                text += int(parts[1])
+                per_fn[parts[0][len(".text."):]] = int(parts[1])
+            elif parts[0].startswith(".rodata") or parts[0].startswith(".srodata"):
+                rodata += int(parts[1])
+    return text, rodata, per_fn
+
+
+def reachable(ci_path, root):
+    edges = {}
+    for line in open(ci_path):
+        m = re.match(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', line)
+        if m:
+            edges.setdefault(m.group(1).split(":")[-1], set()).add(m.group(2).split(":")[-1])
+    seen, todo = set(), [root]
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(edges.get(f, ()))
+    return seen
+
+
+def stack(ci_path):
+    """worst-case stack of each public function, and the external callees."""
+    own, edges = {}, {}
+    name = lambda title: title.split(":")[-1]
+    for line in open(ci_path):
+        m = re.match(r'node: \{ title: "([^"]+)" label: "([^"]*)"', line)
+        if m:
+            s = re.search(r"\\n(\d+) bytes \((static|dynamic[^)]*)\)", m.group(2))
+            if s and s.group(2) != "static":
+                raise SystemExit("%s: dynamic stack in %s" % (ci_path, m.group(1)))
+            own[name(m.group(1))] = int(s.group(1)) if s else None
+        m = re.match(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', line)
+        if m:
+            edges.setdefault(name(m.group(1)), set()).add(name(m.group(2)))
+    externals = set()
+
+    def depth(f, seen):
+        if f in seen:
+            raise SystemExit("recursion through %s" % f)
+        if own.get(f) is None:
+            externals.add(f)
+            return 0
+        return own[f] + max([depth(g, seen | {f}) for g in edges.get(f, ())] or [0])
+
+    return {f: depth(f, frozenset()) for f in PUBLIC if f in own}, externals
+
+
+def main():
+    rows, stack_rows, failures, checks = [], [], [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for tname, cc, flags, size_tool in TARGETS:
+            for cname, cfg in CONFIGS:
+                cells = []
+                for opt in ("-Os", "-O2"):
+                    obj = compile_one(cc, flags, cfg, opt, tmp)
+                    text, rodata, per_fn = sizes(size_tool, obj)
+                    fwd = sum(per_fn.get(f, 0) for f in reachable(os.path.join(tmp, "impl.ci"), "mha_forward"))
+                    cells.append("%d / %d" % (text, rodata))
+                    cells.append(str(fwd))
+                    st, ext = stack(os.path.join(tmp, "impl.ci"))
+                    if opt == "-Os":
+                        worst = max(st.values())
+                        stack_rows.append((tname, cname, st, sorted(ext)))
+                        if tname == "Cortex-M4F":
+                            checks += 2
+                            measured = text if cname == "everything" else fwd  # smallest: forward only
+                            if measured > BUDGET_TEXT[cname]:
+                                failures.append("%s %s -Os .text %d > %d" % (tname, cname, measured,
+                                                                            BUDGET_TEXT[cname]))
+                            if worst > BUDGET_STACK:
+                                failures.append("%s %s -Os stack %d > %d" % (tname, cname, worst, BUDGET_STACK))
+                rows.append("| %s | %s | %s | %s | %s | %s |" % (tname, cname, cells[0], cells[1], cells[2], cells[3]))
+                print(rows[-1], flush=True)
+    table = ["| target | configuration | -Os .text / .rodata | -Os .text, mha_forward only | -O2 .text / .rodata |"
+             " -O2 .text, mha_forward only |", "|---|---|---|---|---|---|"] + rows
+    table += ["", "Worst-case stack in bytes at -Os (own frame + deepest callee chain):", "",
+              "| target | configuration | " + " | ".join(PUBLIC) + " | outside the object |",
+              "|---|---|" + "---|" * len(PUBLIC) + "---|"]
+    for tname, cname, st, ext in stack_rows:
+        table.append("| %s | %s | %s | %s |" % (tname, cname, " | ".join(str(st.get(f, "-")) for f in PUBLIC),
+                                                 ", ".join(ext) or "none"))
+    text = "\n".join(table)
+    print(text)
+    if "--readme" in sys.argv:
+        path = os.path.join(ROOT, "README.md")
+        readme = open(path).read()
+        begin, end = "<!-- size-table begin -->", "<!-- size-table end -->"
+        a, b = readme.index(begin) + len(begin), readme.index(end)
+        open(path, "w").write(readme[:a] + "\n" + text + "\n" + readme[b:])
+    if "--check" in sys.argv:
+        for f in failures:
+            print("over budget:", f)
+        print("%d passed, %d failed" % (checks - len(failures), len(failures)))
+        return 1 if failures else 0
+    return 0
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __name__ == "__main__":
+    sys.exit(main())
