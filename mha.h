@@ -32,14 +32,17 @@
        MHA_CONFIG_FILE        "file.h"  included first, may set all below   (all)
        MHA_STATIC             0/1  private static copy of the library        (all)
        MHA_NO_STATUS_STRINGS  0/1  mha_status_string() returns ""           (impl)
-       MHA_EXPF(x) MHA_TANHF(x) MHA_SQRTF(x)   math functions (libm)        (impl)
-       MHA_MEMCPY(d,s,n) MHA_MEMSET(d,c,n)     byte functions (libc)        (impl)
-   No option changes a struct or prototype.
+       MHA_NO_LIBM            0/1  own exp, tanh, sqrt instead of libm's    (impl)
+       MHA_NO_ADDITIVE        0/1  compile out additive scoring             (impl)
+       MHA_EXPF(x) MHA_TANHF(x) MHA_SQRTF(x)   math functions to use        (impl)
+   No option changes a struct or prototype. The implementation calls no libc
+   function; with MHA_NO_LIBM it needs no libm and builds -ffreestanding.
 
    Memory: the library never allocates; the caller passes a workspace of
    mha_workspace_size() bytes (any alignment), or MHA_WORKSPACE_BYTES() for a
-   static buffer. Stack use is a few dozen bytes per call, with no recursion
-   and no variable-length arrays.
+   static buffer. Stack use is fixed, with no recursion and no variable-length
+   arrays: at most about 0.5 KiB on 32-bit microcontrollers (README, "Size and
+   stack").
    Threads: there is no mutable static state; calls are reentrant and may run
    concurrently when each has its own workspace and output.
 */
@@ -780,7 +783,8 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 /*
    Revision history:
        0.1.0  first release: forward pass, per-head steps, dot and additive
-              scoring, grouped-query attention, masks, reference vectors.
+              scoring, grouped-query attention, masks, reference vectors,
+              MHA_NO_LIBM and MHA_NO_ADDITIVE.
 
    ------------------------------------------------------------------------------
    This software is available under 2 licences -- choose whichever you prefer.
