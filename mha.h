@@ -274,21 +274,21 @@ extern "C" {
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
 #if MHA_NO_LIBM
 
-/* The bits of a float and back, by bytes (no type punning, no libc). */
+/* Copies the 4 bytes of a float or uint32_t: bit casts without type punning or libc. */
+MHA__PRIVATE void mha__copy4(void *dst, const void *src) {
+    unsigned char *d = (unsigned char *)dst;
+    const unsigned char *s = (const unsigned char *)src;
+    int i;
+    for (i = 0; i < 4; ++i) d[i] = s[i];
+}
 MHA__PRIVATE uint32_t mha__bits(float f) {
     uint32_t u = 0;
-    unsigned char *d = (unsigned char *)&u;
-    const unsigned char *s = (const unsigned char *)&f;
-    size_t i;
-    for (i = 0; i < sizeof f; ++i) d[i] = s[i];
+    mha__copy4(&u, &f);
     return u;
 }
 MHA__PRIVATE float mha__from_bits(uint32_t u) {
     float f = 0.0f;
-    unsigned char *d = (unsigned char *)&f;
-    const unsigned char *s = (const unsigned char *)&u;
-    size_t i;
-    for (i = 0; i < sizeof f; ++i) d[i] = s[i];
+    mha__copy4(&f, &u);
     return f;
 }
 
@@ -411,6 +411,7 @@ MHA__PRIVATE int mha__weights_fit(const mha__plan *p) {
            mha__fits3(p->kv, p->p_v, p->d_v) && mha__fits3(p->heads, p->p_v, p->p_o) &&
            mha__fits3(p->heads, p->p_a, p->p_q) && mha__fits3(p->heads, p->p_a, p->p_k);
 }
+/* Element counts of the weight arrays; returns 0 if a byte count overflows. */
 MHA__PRIVATE int mha__weight_counts(const mha__plan *p, mha_weight_counts *c) {
     if (!mha__weights_fit(p)) return 0;
     c->b_q = p->heads * p->p_q;
