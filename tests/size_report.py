@@ -71,12 +71,12 @@ def reachable(ci_path, root):
         m = re.match(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', line)
         if m:
             edges.setdefault(m.group(1).split(":")[-1], set()).add(m.group(2).split(":")[-1])
-    seen, todo = set(), [root]
-    while todo:
-        f = todo.pop()
+    seen, pending = set(), [root]
+    while pending:
+        f = pending.pop()
         if f not in seen:
             seen.add(f)
-            todo.extend(edges.get(f, ()))
+            pending.extend(edges.get(f, ()))
     return seen
 
 
