@@ -2,10 +2,10 @@
 #   make            build the tests and examples
 #   make test       the test suite (last line: N passed, M failed)
 #   make run        the main demo (examples/seed_questions)
-#   make sanitize   the suite under -fsanitize=address,undefined (clang)
+#   make sanitize   suite, hostile tests and fuzz corpus under -fsanitize=address,undefined (clang)
 #   make matrix     strict builds with gcc, clang, g++, tcc and -m32, each run
 #   make refcheck   regenerate the PyTorch vectors into a scratch folder and run the suite on them
-#   make valgrind   the suite under valgrind memcheck (--error-exitcode=1)
+#   make valgrind   the test programs (not the math sweep) under valgrind memcheck (--error-exitcode=1)
 #   make tsan       the threads test under -fsanitize=thread (clang)
 #   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang)
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
@@ -47,7 +47,8 @@ all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threa
 $(BUILD):
 	mkdir -p $(BUILD)
 
-# The suite is held to the strict warning set as well.
+# Test programs: the strict set less -Wconversion/-Wdouble-promotion (the tests compute in
+# double on purpose); `make matrix` holds the implementation to the full strict set.
 $(BUILD)/test_mha: $(SUITEDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(SUITE) -o $@ $(LDLIBS)
 
