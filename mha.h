@@ -41,7 +41,7 @@
    Memory: the library never allocates; the caller passes a workspace of
    mha_workspace_size() bytes (any alignment), or MHA_WORKSPACE_BYTES() for a
    static buffer. Stack use is fixed, with no recursion and no variable-length
-   arrays: at most about 0.5 KiB on 32-bit microcontrollers (README, "Size and
+   arrays: at most about 0.6 KiB on 32-bit microcontrollers (README, "Size and
    stack").
    Threads: there is no mutable static state; calls are reentrant and may run
    concurrently when each has its own workspace and output.
@@ -261,10 +261,14 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #endif
 #endif
 
+/* MHA__NOINLINE keeps a kernel step out of line: inlining the steps into one
+   function costs code size and stack on small cores (register spills). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MHA__PRIVATE static __attribute__((unused))
+#define MHA__NOINLINE __attribute__((noinline))
 #else
 #define MHA__PRIVATE static
+#define MHA__NOINLINE
 #endif
 
 #ifdef __cplusplus
@@ -274,187 +278,206 @@ extern "C" {
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
 #if MHA_NO_LIBM
 
-/* Copies the 4 bytes of a float or uint32_t: bit casts without type punning or libc. */
+/* Copies the 4 bytes of a float or uint32_t: bit casts without type punning
+   or libc (GCC and clang turn the builtin into a register move). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MHA__COPY4(dst, src) __builtin_memcpy(dst, src, 4)
+#else
 MHA__PRIVATE void mha__copy4(void *dst, const void *src) {
     unsigned char *d = (unsigned char *)dst;
     const unsigned char *s = (const unsigned char *)src;
     int i;
     for (i = 0; i < 4; ++i) d[i] = s[i];
 }
+#define MHA__COPY4(dst, src) mha__copy4(dst, src)
+#endif
 MHA__PRIVATE uint32_t mha__bits(float f) {
     uint32_t u = 0;
-    mha__copy4(&u, &f);
+    MHA__COPY4(&u, &f);
     return u;
 }
 MHA__PRIVATE float mha__from_bits(uint32_t u) {
     float f = 0.0f;
-    mha__copy4(&f, &u);
+    MHA__COPY4(&f, &u);
     return f;
 }
 
 /* e^x. x = k ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact k ln2),
-   e^r by its Taylor series to r^7, and 2^k applied in two halves so that no
-   step leaves the normal range. Below ln(FLT_MIN) it returns exactly 0 (no
-   subnormal results); above ln(FLT_MAX) it returns +inf; NaN stays NaN.
+   e^r = 1 + r + r^2 q(r) with q the Taylor series of (e^r - 1 - r) / r^2 to
+   r^5, then times 2^k (k = 128 in two steps, so no step leaves the normal
+   range). Below ln(FLT_MIN) it returns exactly 0 (no subnormal results);
+   above ln(FLT_MAX) it returns +inf; NaN stays NaN.
    Measured error: see tests/test_mathf.c. */
 MHA__PRIVATE float mha__expf(float x) {
-    float kf, r, q, p;
-    int32_t k, k1;
-    if (x != x) return x;
+    static const float c[6] = {1.9841270e-4f, 1.3888889e-3f, 8.3333338e-3f, 4.1666668e-2f, 1.6666667e-1f, 0.5f};
+    float kf, r, q = 0.0f;
+    int32_t k, i;
+    if (!(x >= -87.33654475f)) return x != x ? x : 0.0f;
     if (x > 88.8f) return FLT_MAX * 2.0f;
-    if (x < -87.33654475f) return 0.0f;
     kf = x * 1.44269504f;
     k = (int32_t)(kf < 0.0f ? kf - 0.5f : kf + 0.5f);
     r = x - (float)k * 0.693145751953125f - (float)k * 1.428606765330187e-06f;
-    q = 0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f + r * (1.3888889e-3f + r * 1.9841270e-4f))));
-    p = 1.0f + (r + r * r * q);
-    k1 = k / 2;
-    return p * mha__from_bits((uint32_t)(k1 + 127) << 23) * mha__from_bits((uint32_t)(k - k1 + 127) << 23);
+    for (i = 0; i < 6; ++i) q = q * r + c[i];
+    q = 1.0f + (r + r * r * q);
+    if (k > 127) { /* only 128 */
+        q += q;
+        k = 127;
+    }
+    return q * mha__from_bits((uint32_t)(k + 127) << 23);
 }
 
 /* tanh x: an odd Taylor polynomial to x^19 for |x| < 0.55, 1 - 2/(e^2|x| + 1)
    above, and +-1 beyond 9 (where tanh rounds to 1 in fp32). */
 MHA__PRIVATE float mha__tanhf(float x) {
-    float ax = x < 0.0f ? -x : x, t, z;
+    static const float c[9] = {-2.3912911e-4f, 5.9002744e-4f, -1.4558344e-3f, 3.5921280e-3f, -8.8632355e-3f,
+                               2.1869490e-2f, -5.3968254e-2f, 1.3333334e-1f, -3.3333334e-1f};
+    float ax = x < 0.0f ? -x : x, t = 0.0f, z = x * x;
+    int i;
     if (x != x) return x;
     if (ax > 9.0f) return x < 0.0f ? -1.0f : 1.0f;
     if (ax < 0.55f) {
-        z = x * x;
-        return x + x * z * (-3.3333334e-1f + z * (1.3333334e-1f + z * (-5.3968254e-2f + z * (2.1869490e-2f +
-                   z * (-8.8632355e-3f + z * (3.5921280e-3f + z * (-1.4558344e-3f + z * (5.9002744e-4f +
-                   z * -2.3912911e-4f))))))));
+        for (i = 0; i < 9; ++i) t = t * z + c[i];
+        return x + x * z * t;
     }
     t = 1.0f - 2.0f / (mha__expf(2.0f * ax) + 1.0f);
     return x < 0.0f ? -t : t;
 }
 
-/* sqrt x: an initial guess from the exponent bits, then three Newton steps.
-   Subnormals are scaled by 2^48 first; x < 0 or NaN gives NaN, +-0 and +inf
-   are returned as they are. */
+/* sqrt x by Newton's iteration y <- (y + x/y) / 2 from a start above the root
+   (x itself, or 1 for x < 1), which then falls monotonically; it stops when
+   a step no longer falls. Slow (up to ~70 steps), but the library needs a
+   square root only once a call, for the default scale. x < 0 or NaN gives
+   NaN; +-0 and +inf are returned as they are. */
 MHA__PRIVATE float mha__sqrtf(float x) {
-    float y, z, scale = 1.0f;
-    int i;
-    if (x != x || x < 0.0f) {
-        z = x - x; /* NaN, or 0 for x < 0 */
-        return z != z ? z : z / z;
-    }
+    float y = x > 1.0f ? x : 1.0f, z;
+    if (x != x || x < 0.0f) return (x - x) / (x - x); /* NaN */
     if (x == 0.0f || x > FLT_MAX) return x;
-    if (x < FLT_MIN) {
-        x *= 281474976710656.0f; /* 2^48 */
-        scale = 5.9604645e-8f;   /* 2^-24 */
-    }
-    y = mha__from_bits(0x1fbd1df5u + (mha__bits(x) >> 1));
-    for (i = 0; i < 3; ++i) y = 0.5f * (y + x / y);
-    return y * scale;
+    do {
+        z = y;
+        y = 0.5f * (y + x / y);
+    } while (y < z);
+    return z;
 }
 #endif /* MHA_NO_LIBM */
 
 /* ---- sizes ---------------------------------------------------------------- */
 
-/* Checked size arithmetic: *r = a * b or a + b; returns 0 on overflow. */
-MHA__PRIVATE int mha__mul(size_t a, size_t b, size_t *r) {
-    if (a != 0 && b > SIZE_MAX / a) return 0;
-    *r = a * b;
-    return 1;
-}
-MHA__PRIVATE int mha__add(size_t a, size_t b, size_t *r) {
-    if (b > SIZE_MAX - a) return 0;
-    *r = a + b;
-    return 1;
-}
-/* 1 if a * b * c floats have a byte count that fits in size_t. */
-MHA__PRIVATE int mha__fits3(size_t a, size_t b, size_t c) {
-    size_t t;
-    return mha__mul(a, b, &t) && mha__mul(t, c, &t) && mha__mul(t, sizeof(float), &t);
-}
+/* Saturating size arithmetic: a result that does not fit is SIZE_MAX, and
+   stays SIZE_MAX through later products (SIZE_MAX * 0 is 0, as the true
+   product is) and sums. A byte count is a multiple of 4, so its low bit is
+   set only when it saturated. */
+MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
+MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 
-/* A validated shape with the defaults filled in; sizes as size_t so that
-   products such as heads * p_q cannot overflow an int. */
-typedef struct mha__plan {
-    size_t heads, kv, group;                        /* group = heads / kv: query heads per kv head */
-    size_t d_q, d_k, d_v, p_q, p_k, p_v, p_o, p_a;  /* p_a = 0 for dot scoring */
-    int additive;
+/* One call: its validated sizes (as size_t, so that products such as
+   h * p_q cannot overflow an int), its arguments, and the workspace parts.
+   The sizes come first: mha__layout reads them by their offsets. */
+typedef struct mha__ctx {
+    size_t one, h, kv, grp;           /* 1; heads; kv heads; grp = h / kv query heads per kv head */
+    size_t dq, dk, dv, pq, pk, pv, po, pa; /* pa = 0: dot scoring */
+    size_t batch, n, m;
+    size_t attn_h, masked;            /* h if attn is wanted, else 0; 1 if a [batch][n][m] mask is given */
     float scale;
-} mha__plan;
+    int32_t head;                     /* -1: mha_forward; else mha_head's head, batch = n = 1, out = h_head */
+    const mha_weights *w;
+    const mha_mask *mask;             /* NULL: none */
+    const float *queries, *keys, *values;
+    float *out, *attn;
+    float *ws;                        /* the workspace from its aligned start */
+    size_t part[7];                   /* offsets in floats of its parts, see mha__table */
+} mha__ctx;
 
-/* Checks the sizes of a shape; MHA_OK or MHA_ERR_SHAPE. */
-MHA__PRIVATE mha_status mha__plan_make(const mha_shape *s, mha__plan *p) {
-    int32_t kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
+/* Workspace part k (0 kp, 1 vp, 2 ak, 3 qp, 4 aq, 5 sc, 6 cat: see mha__table). */
+#define MHA__PART(c, k) ((c)->ws + (c)->part[k])
+
+#if MHA_NO_ADDITIVE
+#define MHA__ADDITIVE(c) 0
+#else
+#define MHA__ADDITIVE(c) ((c)->pa != 0)
+#endif
+
+/* Checks a shape and fills the sizes of *c; MHA_OK, MHA_ERR_NULL (shape or w)
+   or MHA_ERR_SHAPE. */
+MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
+    int32_t kv;
+    if (!s || !w) return MHA_ERR_NULL;
+    kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
     if (s->heads < 1 || kv < 1 || s->d_q < 1 || s->d_k < 1 || s->d_v < 1 || s->p_q < 1 || s->p_k < 1 ||
         s->p_v < 1 || s->p_o < 1 || s->heads % kv != 0)
         return MHA_ERR_SHAPE;
-    p->heads = (size_t)s->heads;
-    p->kv = (size_t)kv;
-    p->group = (size_t)(s->heads / kv);
-    p->d_q = (size_t)s->d_q; p->d_k = (size_t)s->d_k; p->d_v = (size_t)s->d_v;
-    p->p_q = (size_t)s->p_q; p->p_k = (size_t)s->p_k; p->p_v = (size_t)s->p_v; p->p_o = (size_t)s->p_o;
-    p->scale = 0.0f;
+    c->one = 1;
+    c->h = (size_t)s->heads;
+    c->kv = (size_t)kv;
+    c->grp = (size_t)(s->heads / kv);
+    c->dq = (size_t)s->d_q; c->dk = (size_t)s->d_k; c->dv = (size_t)s->d_v;
+    c->pq = (size_t)s->p_q; c->pk = (size_t)s->p_k; c->pv = (size_t)s->p_v; c->po = (size_t)s->p_o;
+    c->pa = 0;
+    c->batch = c->n = c->m = c->attn_h = c->masked = 0;
+    c->w = w;
+    c->scale = s->scale;
     if (s->score == MHA_SCORE_DOT) {
-        if (s->p_q != s->p_k) return MHA_ERR_SHAPE;
-        if (!(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE; /* NaN or inf */
-        p->additive = 0;
-        p->p_a = 0;
-        p->scale = s->scale != 0.0f ? s->scale : 1.0f / MHA_SQRTF((float)s->p_k);
-    } else if (s->score == MHA_SCORE_ADDITIVE && !MHA_NO_ADDITIVE) {
-        if (s->p_a < 1) return MHA_ERR_SHAPE;
-        p->additive = 1;
-        p->p_a = (size_t)s->p_a;
-    } else {
-        return MHA_ERR_SHAPE;
+        if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
+        if (s->scale == 0.0f) c->scale = 1.0f / MHA_SQRTF((float)s->p_k);
+        return MHA_OK;
     }
-    return MHA_OK;
+#if !MHA_NO_ADDITIVE
+    if (s->score == MHA_SCORE_ADDITIVE && s->p_a >= 1) {
+        c->pa = (size_t)s->p_a;
+        return MHA_OK;
+    }
+#endif
+    return MHA_ERR_SHAPE;
 }
 
-/* 1 if the byte count of every weight array fits in size_t. */
-MHA__PRIVATE int mha__weights_fit(const mha__plan *p) {
-    return mha__fits3(p->heads, p->p_q, p->d_q) && mha__fits3(p->kv, p->p_k, p->d_k) &&
-           mha__fits3(p->kv, p->p_v, p->d_v) && mha__fits3(p->heads, p->p_v, p->p_o) &&
-           mha__fits3(p->heads, p->p_a, p->p_q) && mha__fits3(p->heads, p->p_a, p->p_k);
-}
-/* Element counts of the weight arrays; returns 0 if a byte count overflows. */
-MHA__PRIVATE int mha__weight_counts(const mha__plan *p, mha_weight_counts *c) {
-    if (!mha__weights_fit(p)) return 0;
-    c->b_q = p->heads * p->p_q;
-    c->b_k = p->kv * p->p_k;
-    c->b_v = p->kv * p->p_v;
-    c->b_o = p->p_o;
-    c->w_q = c->b_q * p->d_q;
-    c->w_k = c->b_k * p->d_k;
-    c->w_v = c->b_v * p->d_v;
-    c->w_o = p->p_o * p->heads * p->p_v;
-    c->a_q = p->heads * p->p_a * p->p_q;
-    c->a_k = p->heads * p->p_a * p->p_k;
-    c->a_v = p->heads * p->p_a;
-    return 1;
-}
+#define MHA__F(x) ((unsigned char)offsetof(mha__ctx, x))
+#define MHA__ROWS_WEIGHTS 6
+#define MHA__ROWS 19
+/* Every array of a call as a product of four sizes of mha__ctx: the weights
+   (rows 0-5), queries, keys, values, out, attn and masks (6-11), then the
+   workspace parts (12-18), in floats. */
+static const unsigned char mha__table[MHA__ROWS][4] = {
+    {MHA__F(h), MHA__F(pq), MHA__F(dq), MHA__F(one)},        /* w_q [h*p_q][d_q] */
+    {MHA__F(kv), MHA__F(pk), MHA__F(dk), MHA__F(one)},       /* w_k */
+    {MHA__F(kv), MHA__F(pv), MHA__F(dv), MHA__F(one)},       /* w_v */
+    {MHA__F(h), MHA__F(pv), MHA__F(po), MHA__F(one)},        /* w_o */
+    {MHA__F(h), MHA__F(pa), MHA__F(pq), MHA__F(one)},        /* a_q */
+    {MHA__F(h), MHA__F(pa), MHA__F(pk), MHA__F(one)},        /* a_k */
+    {MHA__F(batch), MHA__F(n), MHA__F(dq), MHA__F(one)},     /* queries */
+    {MHA__F(batch), MHA__F(m), MHA__F(dk), MHA__F(one)},     /* keys */
+    {MHA__F(batch), MHA__F(m), MHA__F(dv), MHA__F(one)},     /* values */
+    {MHA__F(batch), MHA__F(n), MHA__F(po), MHA__F(one)},     /* out */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(attn_h)},   /* attn [batch][h][n][m] */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(masked)},   /* keep or bias [batch][n][m] */
+    {MHA__F(kv), MHA__F(m), MHA__F(pk), MHA__F(one)},        /* part 0: kp [kv][m][p_k] projected keys */
+    {MHA__F(kv), MHA__F(m), MHA__F(pv), MHA__F(one)},        /* part 1: vp [kv][m][p_v] projected values */
+    {MHA__F(h), MHA__F(m), MHA__F(pa), MHA__F(one)},         /* part 2: ak [h][m][p_a] A_k^(i) k_ij */
+    {MHA__F(h), MHA__F(pq), MHA__F(one), MHA__F(one)},       /* part 3: qp [h*p_q] projected query */
+    {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* part 4: aq [p_a] A_q^(i) q_i */
+    {MHA__F(m), MHA__F(one), MHA__F(one), MHA__F(one)},      /* part 5: sc [m] scores */
+    {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* part 6: cat [h*p_v] head outputs */
+};
 
-/* Workspace layout, in floats from the aligned base. mha_workspace_size and
-   every call that uses a workspace go through this one function. */
-typedef struct mha__layout {
-    size_t kp, vp, ak, qp, aq, sc, cat; /* [kv][m][p_k], [kv][m][p_v], [heads][m][p_a], [heads*p_q],
-                                           [p_a], [m], [heads*p_v] */
-    size_t bytes;                       /* total, with the alignment slack */
-} mha__layout;
-
-/* Returns 0 if the layout's byte count overflows size_t. Also checks that the
-   weight arrays' byte counts fit, so every later product is safe. */
-MHA__PRIVATE int mha__layout_make(const mha__plan *p, size_t m, mha__layout *l) {
-    size_t t, off;
-    if (!mha__weights_fit(p)) return 0;
-    if (!mha__mul(m, p->p_k + p->p_v, &t) || !mha__mul(t, p->kv, &off)) return 0; /* kp, vp */
-    l->kp = 0;
-    l->vp = m * p->kv * p->p_k;
-    l->ak = off;
-    if (!mha__mul(m, p->p_a, &t) || !mha__mul(t, p->heads, &t) || !mha__add(off, t, &off)) return 0;
-    l->qp = off;
-    if (!mha__add(off, p->heads * p->p_q, &off)) return 0;
-    l->aq = off;
-    if (!mha__add(off, p->p_a, &off)) return 0;
-    l->sc = off;
-    if (!mha__add(off, m, &off)) return 0;
-    l->cat = off;
-    if (!mha__add(off, p->heads * p->p_v, &off)) return 0;
-    return mha__mul(off, sizeof(float), &t) && mha__add(t, MHA_WORKSPACE_ALIGN, &l->bytes);
+/* Byte count of the workspace (with the alignment slack) from the first
+   `rows` rows of mha__table, and the parts' offsets in floats into c->part
+   (when rows > 12); SIZE_MAX when that or any array of those rows overflows
+   size_t. mha_workspace_size and every call that uses a workspace go through
+   here. */
+MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
+    size_t t = 0, any = 0, p;
+    int k, f;
+    for (k = 0; k < rows; ++k) {
+        p = 1;
+        for (f = 0; f < 4; ++f)
+            p = mha__mul(p, *(const size_t *)(const void *)((const unsigned char *)c + mha__table[k][f]));
+        if (k < 12) {
+            any |= mha__mul(p, sizeof(float));
+        } else {
+            c->part[k - 12] = t;
+            t = mha__add(t, p);
+        }
+    }
+    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
+    return (t | any) & 1u ? SIZE_MAX : t;
 }
 
 /* The workspace's first MHA_WORKSPACE_ALIGN-byte boundary, as floats. */
@@ -464,10 +487,10 @@ MHA__PRIVATE float *mha__align(void *workspace) {
     return (float *)(void *)((unsigned char *)workspace + skip);
 }
 
-/* ---- reference kernels ---------------------------------------------------- */
+/* Stands in for the weights where only sizes are asked for. */
+static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
-/* -inf, the mark of a masked score (float.h has no INFINITY). */
-MHA__PRIVATE float mha__neg_inf(void) { return -(FLT_MAX * 2.0f); }
+/* ---- reference kernels ---------------------------------------------------- */
 
 /* x . y over n elements, fp32 accumulation in index order. */
 MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t n) {
@@ -477,117 +500,126 @@ MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t n) {
     return s;
 }
 
-/* y[r][o] = sum_i W[o][i] x[r][i] + b[o]: x is [rows][in], W is [out][in], b is [out] or NULL. */
-MHA__PRIVATE void mha__linear(const float *x, size_t rows, size_t in, const float *W, const float *b,
-                              size_t out, float *y) {
+/* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out: x is [rows][in],
+   W is [..][in], b is [..] or NULL (zero), y is [rows][out]. */
+MHA__PRIVATE MHA__NOINLINE void mha__linear(const float *x, size_t rows, size_t in, const float *W, const float *b,
+                                            size_t o0, size_t out, float *y) {
     size_t r, o;
-    for (r = 0; r < rows; ++r)
-        for (o = 0; o < out; ++o) y[r * out + o] = mha__dot(W + o * in, x + r * in, in) + (b ? b[o] : 0.0f);
+    for (r = 0; r < rows; ++r, x += in)
+        for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, x, in) + (b ? b[o] : 0.0f);
 }
 
-/* In place: s[j] = exp(s[j] - max) / sum over the row. -inf entries are masked
-   and become 0; a row with every entry masked becomes all zeros. If the max is
-   +inf, the +inf entries share the weight equally (the softmax's limit). A NaN
-   anywhere makes the whole row NaN. The max starts from the first unmasked entry. */
-MHA__PRIVATE void mha__softmax_row(float *s, size_t m) {
-    const float ninf = mha__neg_inf();
-    float mx, sum = 0.0f;
-    size_t j, first = 0;
-    while (first < m && s[first] == ninf) ++first;
-    if (first == m) {
-        for (j = 0; j < m; ++j) s[j] = 0.0f;
-        return;
-    }
-    mx = s[first];
-    for (j = first + 1; j < m; ++j)
-        if (s[j] > mx || s[j] != s[j]) mx = s[j]; /* once NaN, mx stays NaN */
-    for (j = 0; j < m; ++j) {
-        if (mx > FLT_MAX) s[j] = s[j] > FLT_MAX ? 1.0f : 0.0f;   /* +inf max: the limit */
-        else s[j] = s[j] == ninf ? 0.0f : MHA_EXPF(s[j] - mx);
-        sum += s[j]; /* >= 1: the max contributes exp(0) = 1 */
-    }
-    for (j = 0; j < m; ++j) s[j] /= sum;
-}
-
-/* Keys j < result pass causality and the valid length; exact for any
-   causal_offset, with no overflow (i, m >= 0, so m - i and -i fit in int32). */
-MHA__PRIVATE size_t mha__visible(int32_t m, int32_t i, const mha_mask *mask, int32_t valid_len) {
-    int32_t hi = valid_len;
-    if (mask && mask->causal) {
-        int32_t c, off = mask->causal_offset;
-        if (off >= m - i) c = m;     /* i + off + 1 >= m + 1 */
-        else if (off < -i) c = 0;    /* i + off < 0 */
-        else c = i + off + 1;
-        if (c < hi) hi = c;
-    }
-    return (size_t)hi;
-}
-
-/* What one head needs to attend for one query. */
-typedef struct mha__row {
-    const float *qp;     /* [p_q] projected query of this head */
-    const float *kp;     /* [m][p_k] projected keys of its kv head */
-    const float *vp;     /* [m][p_v] projected values of its kv head */
-    const float *ak;     /* additive: [m][p_a], A_k^(i) k_ij */
-    const float *a_q;    /* additive: A_q^(i), [p_a][p_q] */
-    const float *w_a;    /* additive: w_a^(i), [p_a] */
-    float *aq;           /* additive scratch: [p_a] */
-    const uint8_t *keep; /* NULL or [m] */
-    const float *bias;   /* NULL or [m] */
-    size_t m, hi;        /* keys; keys j >= hi are masked */
-} mha__row;
-
-/* out[p_v] = sum_j softmax_j(a(q, k_j)) v_j for one head and one query; the
-   weights are left in sc[m]. Keys of weight exactly 0 are skipped, so a masked
-   key's values never reach the output. */
-MHA__PRIVATE void mha__attend(const mha__plan *p, const mha__row *r, float *sc, float *out) {
-    const float ninf = mha__neg_inf();
-    size_t j, a;
-    if (p->additive) mha__linear(r->qp, 1, p->p_q, r->a_q, NULL, p->p_a, r->aq);
-    for (j = 0; j < r->m; ++j) {
-        float s = 0.0f;
-        if (j >= r->hi || (r->keep && !r->keep[j])) {
-            sc[j] = ninf;
-            continue;
+/* Query t of batch entry b, head i, with its projection in part 3: the
+   attention weights go to attn (or part 5) and h_i to part 6 (or out, for
+   mha_head). Keys j are visible when j < valid length, j <= t + causal_offset
+   (if causal) and keep[j] != 0. Softmax: exp(s - max) / sum, the max starting
+   from -inf (where a masked score sits). Masked keys get weight 0, and a row
+   with every key masked is all 0. A +inf max takes the limit: the +inf keys
+   share the weight. A NaN score makes the row NaN. Keys of weight exactly 0
+   are skipped, so a masked key's values never reach the output. */
+MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    const mha_mask *mask = c->mask;
+    size_t m = c->m, row = b * c->n + t, g = i / c->grp, j, a, hi = m;
+    const float *q = MHA__PART(c, 3) + i * c->pq, *k = MHA__PART(c, 0) + g * m * c->pk;
+    const float *v = MHA__PART(c, 1) + g * m * c->pv;
+    const uint8_t *keep = NULL;
+    const float *bias = NULL;
+    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, 5);
+    float *ho = c->head < 0 ? MHA__PART(c, 6) + i * c->pv : c->out;
+    float mx = ninf, sum = 0.0f;
+    if (mask) {
+        if (mask->keep) keep = mask->keep + row * m;
+        if (mask->bias) bias = mask->bias + row * m;
+        if (mask->valid_lens) hi = (size_t)mask->valid_lens[mask->valid_lens_per_query ? row : b];
+        if (mask->causal) { /* j <= t + offset; exact for any offset, with no overflow */
+            int32_t off = mask->causal_offset, mt = (int32_t)m - (int32_t)t;
+            size_t lim = off >= mt ? m : off < -(int32_t)t ? 0 : (size_t)((int32_t)t + off + 1);
+            if (lim < hi) hi = lim;
         }
+    }
 #if !MHA_NO_ADDITIVE
-        if (p->additive) {
-            const float *akj = r->ak + j * p->p_a;
-            for (a = 0; a < p->p_a; ++a) s += r->w_a[a] * MHA_TANHF(r->aq[a] + akj[a]);
-        } else
+    if (MHA__ADDITIVE(c)) mha__linear(q, 1, c->pq, c->w->a_q + i * c->pa * c->pq, NULL, 0, c->pa, MHA__PART(c, 4));
 #endif
-        {
-            s = p->scale * mha__dot(r->qp, r->kp + j * p->p_k, p->p_k);
+    for (j = 0; j < m; ++j) {
+        float s = ninf;
+        if (j < hi && (!keep || keep[j])) {
+#if !MHA_NO_ADDITIVE
+            if (MHA__ADDITIVE(c)) {
+                const float *akj = MHA__PART(c, 2) + (i * m + j) * c->pa, *wa = c->w->a_v + i * c->pa;
+                s = 0.0f;
+                for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, 4)[a] + akj[a]);
+            } else
+#endif
+                s = c->scale * mha__dot(q, k + j * c->pk, c->pk);
+            if (bias) s += bias[j];
         }
-        sc[j] = r->bias ? s + r->bias[j] : s;
+        sc[j] = s;
     }
-    mha__softmax_row(sc, r->m);
-    for (a = 0; a < p->p_v; ++a) out[a] = 0.0f;
-    for (j = 0; j < r->m; ++j) {
-        const float *vj = r->vp + j * p->p_v;
-        if (sc[j] == 0.0f) continue;
-        for (a = 0; a < p->p_v; ++a) out[a] += sc[j] * vj[a];
+    /* the max in a pass of its own, over the stored scores: with x87 excess
+       precision a score still in a register can differ from its stored copy */
+    for (j = 0; j < m; ++j)
+        if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
+    for (j = 0; j < m; ++j) {
+        sc[j] = sc[j] == ninf ? 0.0f : sc[j] == mx ? 1.0f : MHA_EXPF(sc[j] - mx);
+        sum += sc[j];
+    }
+    if (sum == 0.0f) sum = 1.0f; /* every key masked */
+    for (a = 0; a < c->pv; ++a) ho[a] = 0.0f;
+    for (j = 0; j < m; ++j, v += c->pv) {
+        sc[j] /= sum;
+        if (sc[j] != 0.0f)
+            for (a = 0; a < c->pv; ++a) ho[a] += sc[j] * v[a];
     }
 }
 
-/* Projects keys [m][d_k] and values [m][d_v] with kv head g's weights into
-   kp [m][p_k] and vp [m][p_v]; for additive scoring also ak[i - h0] [m][p_a]
-   = A_k^(i) k_ij for query heads i in [h0, h1). */
-MHA__PRIVATE void mha__project_kv(const mha__plan *p, const mha_weights *w, size_t g, size_t h0, size_t h1,
-                                  const float *keys, const float *values, size_t m, float *kp, float *vp,
-                                  float *ak) {
-    size_t i;
-    mha__linear(keys, m, p->d_k, w->w_k + g * p->p_k * p->d_k, w->b_k ? w->b_k + g * p->p_k : NULL, p->p_k, kp);
-    mha__linear(values, m, p->d_v, w->w_v + g * p->p_v * p->d_v, w->b_v ? w->b_v + g * p->p_v : NULL, p->p_v,
-                vp);
-    for (i = h0; p->additive && i < h1; ++i)
-        mha__linear(kp, m, p->p_k, w->a_k + i * p->p_a * p->p_k, NULL, p->p_a, ak + (i - h0) * m * p->p_a);
-}
+/* mha_forward and mha_head once the shape is checked: the remaining checks,
+   in the order of the error table, then the computation. */
+MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, size_t workspace_bytes) {
+    const mha_weights *w = c->w;
+    const mha_mask *mask = c->mask;
+    size_t bytes, m = c->m, b, t, i, g, h0, h1;
+    if (!w->w_q || !w->w_k || !w->w_v || (c->head < 0 && !w->w_o) || !c->queries || !c->keys || !c->values ||
+        !c->out || (MHA__ADDITIVE(c) && (!w->a_q || !w->a_k || !w->a_v)))
+        return MHA_ERR_NULL;
+    c->attn_h = c->attn ? c->h : 0;
+    c->masked = mask && (mask->keep || mask->bias);
+    bytes = mha__layout(c, MHA__ROWS);
+    if (bytes == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    if (mask && mask->valid_lens)
+        for (t = 0; t < c->batch * (mask->valid_lens_per_query ? c->n : 1); ++t)
+            if (mask->valid_lens[t] < 0 || (size_t)mask->valid_lens[t] > m) return MHA_ERR_MASK;
+    if (c->n == 0) return MHA_OK; /* no query: nothing to compute */
 
-/* Points r at the additive weights of query head i. */
-MHA__PRIVATE void mha__row_weights(const mha__plan *p, const mha_weights *w, size_t i, mha__row *r) {
-    r->a_q = p->additive ? w->a_q + i * p->p_a * p->p_q : NULL;
-    r->w_a = p->additive ? w->a_v + i * p->p_a : NULL;
+    c->ws = mha__align(workspace);
+    h0 = c->head < 0 ? 0 : (size_t)c->head;
+    h1 = c->head < 0 ? c->h : h0 + 1;
+    for (b = 0; b < c->batch; ++b) {
+        /* K and V of the kv heads that heads [h0, h1) use; for additive also A_k K */
+        for (i = h0; i < h1; ++i) {
+            g = i / c->grp;
+            if (i == h0 || i % c->grp == 0) {
+                mha__linear(c->keys + b * m * c->dk, m, c->dk, w->w_k, w->b_k, g * c->pk, c->pk,
+                            MHA__PART(c, 0) + g * m * c->pk);
+                mha__linear(c->values + b * m * c->dv, m, c->dv, w->w_v, w->b_v, g * c->pv, c->pv,
+                            MHA__PART(c, 1) + g * m * c->pv);
+            }
+#if !MHA_NO_ADDITIVE
+            if (MHA__ADDITIVE(c))
+                mha__linear(MHA__PART(c, 0) + g * m * c->pk, m, c->pk, w->a_k + i * c->pa * c->pk, NULL, 0, c->pa,
+                            MHA__PART(c, 2) + i * m * c->pa);
+#endif
+        }
+        for (t = 0; t < c->n; ++t) {
+            size_t row = b * c->n + t; /* the query's row in [batch][n] */
+            mha__linear(c->queries + row * c->dq, 1, c->dq, w->w_q, w->b_q, h0 * c->pq, (h1 - h0) * c->pq,
+                        MHA__PART(c, 3) + h0 * c->pq);
+            for (i = h0; i < h1; ++i) mha__attend(c, b, t, i);
+            if (c->head < 0) mha__linear(MHA__PART(c, 6), 1, c->h * c->pv, w->w_o, w->b_o, 0, c->po, c->out + row * c->po);
+        }
+    }
+    return MHA_OK;
 }
 
 /* ---- public functions ----------------------------------------------------- */
@@ -610,144 +642,76 @@ MHADEF const char *mha_status_string(mha_status status) {
 }
 
 MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_counts *counts) {
-    mha__plan p;
+    mha__ctx c;
     mha_status st;
-    if (!shape || !counts) return MHA_ERR_NULL;
-    if ((st = mha__plan_make(shape, &p)) != MHA_OK) return st;
-    return mha__weight_counts(&p, counts) ? MHA_OK : MHA_ERR_OVERFLOW;
-}
-
-/* 1 if every byte count of a forward call fits in size_t: weights, workspace
-   (into *l), inputs, out, and attn and the [batch][n][m] masks when given. */
-MHA__PRIVATE int mha__sizes_fit(const mha__plan *p, size_t batch, size_t n, size_t m, int attn, int nm_mask,
-                                mha__layout *l) {
-    return mha__layout_make(p, m, l) && mha__fits3(batch, n, p->d_q) && mha__fits3(batch, m, p->d_k) &&
-           mha__fits3(batch, m, p->d_v) && mha__fits3(batch, n, p->p_o) &&
-           (!attn || (mha__fits3(batch, n, m) && mha__fits3(batch * n, m, p->heads))) &&
-           (!nm_mask || mha__fits3(batch, n, m));
-}
-
-/* The checks of mha_forward that follow the NULL checks: byte counts, workspace, mask. */
-MHA__PRIVATE mha_status mha__check_forward(const mha__plan *p, size_t batch, size_t n, size_t m,
-                                           const mha_mask *mask, const float *attn, const void *workspace,
-                                           size_t workspace_bytes, mha__layout *l) {
-    size_t b, t, per;
-    if (!mha__sizes_fit(p, batch, n, m, attn != NULL, mask && (mask->keep || mask->bias), l))
-        return MHA_ERR_OVERFLOW;
-    if (!workspace || workspace_bytes < l->bytes) return MHA_ERR_WORKSPACE;
-    if (mask && mask->valid_lens) {
-        per = mask->valid_lens_per_query ? n : 1;
-        for (b = 0; b < batch; ++b)
-            for (t = 0; t < per; ++t) {
-                int32_t len = mask->valid_lens[b * per + t];
-                if (len < 0 || (size_t)len > m) return MHA_ERR_MASK;
-            }
-    }
+    if (!counts) return MHA_ERR_NULL;
+    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK) return st;
+    if (mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    counts->b_q = c.h * c.pq;
+    counts->b_k = c.kv * c.pk;
+    counts->b_v = c.kv * c.pv;
+    counts->b_o = c.po;
+    counts->w_q = counts->b_q * c.dq;
+    counts->w_k = counts->b_k * c.dk;
+    counts->w_v = counts->b_v * c.dv;
+    counts->w_o = c.po * c.h * c.pv;
+    counts->a_q = c.h * c.pa * c.pq;
+    counts->a_k = c.h * c.pa * c.pk;
+    counts->a_v = c.h * c.pa;
     return MHA_OK;
 }
 
 MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
-    mha__plan p;
-    mha__layout l;
-    if (!shape || batch < 0 || n < 0 || m < 0 || mha__plan_make(shape, &p) != MHA_OK) return 0;
-    return mha__sizes_fit(&p, (size_t)batch, (size_t)n, (size_t)m, 0, 0, &l) ? l.bytes : 0;
+    mha__ctx c;
+    size_t bytes;
+    if (batch < 0 || n < 0 || m < 0 || mha__setup(&c, shape, &mha__no_weights) != MHA_OK) return 0;
+    c.batch = (size_t)batch;
+    c.n = (size_t)n;
+    c.m = (size_t)m;
+    bytes = mha__layout(&c, MHA__ROWS);
+    return bytes == SIZE_MAX ? 0 : bytes;
 }
 
 MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                               int32_t m, const float *queries, const float *keys, const float *values,
                               const mha_mask *mask, float *out, float *attn, void *workspace,
                               size_t workspace_bytes) {
-    mha__plan p;
-    mha__layout l;
-    mha__row r;
-    mha_status st;
-    float *ws, *kp, *vp, *ak, *qp, *sc, *cat;
-    size_t b, t, i, j, g, nb, nn, mm;
-    if (!shape || !w) return MHA_ERR_NULL;
-    if ((st = mha__plan_make(shape, &p)) != MHA_OK) return st;
-    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !queries || !keys || !values || !out ||
-        (p.additive && (!w->a_q || !w->a_k || !w->a_v)))
-        return MHA_ERR_NULL;
-    nb = (size_t)batch; nn = (size_t)n; mm = (size_t)m;
-    st = mha__check_forward(&p, nb, nn, mm, mask, attn, workspace, workspace_bytes, &l);
+    mha__ctx c;
+    mha_status st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
-
-    if (nn == 0) return MHA_OK; /* no query: nothing to compute */
-    ws = mha__align(workspace);
-    kp = ws + l.kp; vp = ws + l.vp; ak = ws + l.ak; qp = ws + l.qp; sc = ws + l.sc; cat = ws + l.cat;
-    r.aq = ws + l.aq;
-    r.m = mm;
-    for (b = 0; b < nb; ++b) {
-        for (g = 0; g < p.kv; ++g)
-            mha__project_kv(&p, w, g, g * p.group, (g + 1) * p.group, keys + b * mm * p.d_k,
-                            values + b * mm * p.d_v, mm, kp + g * mm * p.p_k, vp + g * mm * p.p_v,
-                            ak + g * p.group * mm * p.p_a);
-        for (t = 0; t < nn; ++t) {
-            size_t row = b * nn + t; /* the query's row in [batch][n] */
-            int32_t valid = m;
-            if (mask && mask->valid_lens) valid = mask->valid_lens[mask->valid_lens_per_query ? row : b];
-            r.hi = mha__visible(m, (int32_t)t, mask, valid);
-            r.keep = mask && mask->keep ? mask->keep + row * mm : NULL;
-            r.bias = mask && mask->bias ? mask->bias + row * mm : NULL;
-            mha__linear(queries + row * p.d_q, 1, p.d_q, w->w_q, w->b_q, p.heads * p.p_q, qp);
-            for (i = 0; i < p.heads; ++i) {
-                g = i / p.group;
-                r.qp = qp + i * p.p_q;
-                r.kp = kp + g * mm * p.p_k;
-                r.vp = vp + g * mm * p.p_v;
-                r.ak = ak + i * mm * p.p_a;
-                mha__row_weights(&p, w, i, &r);
-                mha__attend(&p, &r, sc, cat + i * p.p_v);
-                if (attn)
-                    for (j = 0; j < mm; ++j) attn[((b * p.heads + i) * nn + t) * mm + j] = sc[j];
-            }
-            mha__linear(cat, 1, p.heads * p.p_v, w->w_o, w->b_o, p.p_o, out + row * p.p_o);
-        }
-    }
-    return MHA_OK;
+    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
+    c.head = -1;
+    c.batch = (size_t)batch;
+    c.n = (size_t)n;
+    c.m = (size_t)m;
+    c.queries = queries;
+    c.keys = keys;
+    c.values = values;
+    c.mask = mask;
+    c.out = out;
+    c.attn = attn;
+    return mha__run(&c, workspace, workspace_bytes);
 }
 
 MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t head, const float *query,
                            const float *keys, const float *values, int32_t m, int32_t valid_len,
                            float *head_out, void *workspace, size_t workspace_bytes) {
-    mha__plan p;
-    mha__layout l;
-    mha__row r;
-    mha_status st;
-    float *ws;
-    size_t i, mm;
-    if (!shape || !w) return MHA_ERR_NULL;
-    if ((st = mha__plan_make(shape, &p)) != MHA_OK) return st;
-    if (head < 0 || (size_t)head >= p.heads || m < 0) return MHA_ERR_SHAPE;
-    if (!w->w_q || !w->w_k || !w->w_v || !query || !keys || !values || !head_out ||
-        (p.additive && (!w->a_q || !w->a_k || !w->a_v)))
-        return MHA_ERR_NULL;
-    i = (size_t)head;
-    mm = (size_t)m;
-    if (!mha__layout_make(&p, mm, &l) || !mha__fits3(1, mm, p.d_k) || !mha__fits3(1, mm, p.d_v))
-        return MHA_ERR_OVERFLOW;
-    if (!workspace || workspace_bytes < l.bytes) return MHA_ERR_WORKSPACE;
-    if (valid_len < 0 || valid_len > m) return MHA_ERR_MASK;
-
-    /* Only kv head i / group and query head i are needed; they go where
-       mha_forward keeps kv head 0 and query head 0. */
-    ws = mha__align(workspace);
-    mha__project_kv(&p, w, i / p.group, i, i + 1, keys, values, mm, ws + l.kp, ws + l.vp, ws + l.ak);
-    mha__linear(query, 1, p.d_q, w->w_q + i * p.p_q * p.d_q, w->b_q ? w->b_q + i * p.p_q : NULL, p.p_q,
-                ws + l.qp);
-    r.qp = ws + l.qp;
-    r.kp = ws + l.kp;
-    r.vp = ws + l.vp;
-    r.ak = ws + l.ak;
-    r.aq = ws + l.aq;
-    mha__row_weights(&p, w, i, &r);
-    r.keep = NULL;
-    r.bias = NULL;
-    r.m = mm;
-    r.hi = (size_t)valid_len;
-    mha__attend(&p, &r, ws + l.sc, head_out);
-    return MHA_OK;
+    mha__ctx c;
+    mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
+    mha_status st = mha__setup(&c, shape, w);
+    if (st != MHA_OK) return st;
+    if (head < 0 || (size_t)head >= c.h || m < 0) return MHA_ERR_SHAPE;
+    mask.valid_lens = &valid_len;
+    c.head = head;
+    c.batch = c.n = 1;
+    c.m = (size_t)m;
+    c.queries = query;
+    c.keys = keys;
+    c.values = values;
+    c.mask = &mask;
+    c.out = head_out;
+    c.attn = NULL;
+    return mha__run(&c, workspace, workspace_bytes);
 }
 
 MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *head_outs, float *concat) {
@@ -756,22 +720,21 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
     if (heads < 1 || p_v < 1) return MHA_ERR_SHAPE;
     nh = (size_t)heads;
     pv = (size_t)p_v;
-    if (!mha__fits3(1, nh, pv)) return MHA_ERR_OVERFLOW;
+    if (mha__mul(mha__mul(nh, pv), sizeof(float)) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     for (i = 0; i < nh; ++i)
         if (!head_outs[i]) return MHA_ERR_NULL;
     for (i = 0; i < nh; ++i)
-        for (a = 0; a < pv; ++a) concat[i * pv + a] = head_outs[i][a];
+        for (a = 0; a < pv; ++a) *concat++ = head_outs[i][a];
     return MHA_OK;
 }
 
 MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const float *concat, float *out) {
-    mha__plan p;
-    mha_status st;
-    if (!shape || !w) return MHA_ERR_NULL;
-    if ((st = mha__plan_make(shape, &p)) != MHA_OK) return st;
+    mha__ctx c;
+    mha_status st = mha__setup(&c, shape, w);
+    if (st != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    if (!mha__weights_fit(&p)) return MHA_ERR_OVERFLOW;
-    mha__linear(concat, 1, p.heads * p.p_v, w->w_o, w->b_o, p.p_o, out);
+    if (mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    mha__linear(concat, 1, c.h * c.pv, w->w_o, w->b_o, 0, c.po, out);
     return MHA_OK;
 }
 
