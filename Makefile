@@ -12,6 +12,8 @@
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
 #   make size       the size and stack table of README.md, regenerated
+#   make bench      times mha_forward on the benchmark shapes (bench/bench.c)
+#   make peers      mha.h against PyTorch nn.MultiheadAttention, alternating (bench/peers.py)
 #   make install    copy mha.h to $(PREFIX)/include
 
 CC      ?= cc
@@ -39,7 +41,8 @@ EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
-.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint cross-test size install clean
+.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint cross-test size bench peers \
+        install clean
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(CONTRACT) $(EXBINS)
@@ -130,6 +133,15 @@ refcheck: | $(BUILD)
 	$(CC) $(CFLAGS) -Itests -DREF_VECTORS_FILE='"$(abspath $(SCRATCH))/ref_vectors.h"' $(SUITE) \
 	    -o $(BUILD)/test_mha_fresh $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/test_mha_fresh
+
+$(BUILD)/bench: bench/bench.c mha.h | $(BUILD)
+	$(CC) -O2 -std=c99 -Wall -Wextra -Werror $< -o $@ $(LDLIBS)
+
+bench: $(BUILD)/bench
+	$(BUILD)/bench
+
+peers: $(BUILD)/bench
+	$(PYTHON) bench/peers.py
 
 install:
 	mkdir -p $(DESTDIR)$(PREFIX)/include
