@@ -304,8 +304,8 @@ MHA__PRIVATE float mha__from_bits(uint32_t u) {
 
 /* e^x. x = k ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact k ln2),
    e^r = 1 + r + r^2 q(r) with q the Taylor series of (e^r - 1 - r) / r^2 to
-   r^5, then times 2^k (k = 128 in two steps, so no step leaves the normal
-   range). Below ln(FLT_MIN) it returns exactly 0 (no subnormal results);
+   r^5, then times 2^k (for k = 128, times 2 and then 2^127, so that the scale
+   stays a normal float). Below ln(FLT_MIN) it returns exactly 0 (no subnormal results);
    above ln(FLT_MAX) it returns +inf; NaN stays NaN.
    Measured error: see tests/test_mathf.c. */
 MHA__PRIVATE float mha__expf(float x) {
@@ -430,11 +430,12 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 }
 
 #define MHA__F(x) ((unsigned char)offsetof(mha__ctx, x))
-#define MHA__ROWS_WEIGHTS 6
+#define MHA__ROWS_WEIGHTS 6 /* rows 0-5: the weights */
+#define MHA__ROWS_ARRAYS 12 /* rows 0-11: every array of a call; then the workspace parts */
 #define MHA__ROWS 19
-/* Every array of a call as a product of four sizes of mha__ctx: the weights
-   (rows 0-5), queries, keys, values, out, attn and masks (6-11), then the
-   workspace parts (12-18), in floats. */
+/* The element count of every array of a call as a product of four sizes of
+   mha__ctx: the weights (rows 0-5), queries, keys, values, out, attn and masks
+   (6-11), then the workspace parts (12-18). */
 static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(h), MHA__F(pq), MHA__F(dq), MHA__F(one)},        /* w_q [h*p_q][d_q] */
     {MHA__F(kv), MHA__F(pk), MHA__F(dk), MHA__F(one)},       /* w_k */
@@ -459,7 +460,7 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
 
 /* Byte count of the workspace (with the alignment slack) from the first
    `rows` rows of mha__table, and the parts' offsets in floats into c->part
-   (when rows > 12); SIZE_MAX when that or any array of those rows overflows
+   (when rows > MHA__ROWS_ARRAYS); SIZE_MAX when that or any array of those rows overflows
    size_t. mha_workspace_size and every call that uses a workspace go through
    here. */
 MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
@@ -469,10 +470,10 @@ MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
         p = 1;
         for (f = 0; f < 4; ++f)
             p = mha__mul(p, *(const size_t *)(const void *)((const unsigned char *)c + mha__table[k][f]));
-        if (k < 12) {
+        if (k < MHA__ROWS_ARRAYS) {
             any |= mha__mul(p, sizeof(float));
         } else {
-            c->part[k - 12] = t;
+            c->part[k - MHA__ROWS_ARRAYS] = t;
             t = mha__add(t, p);
         }
     }
@@ -616,7 +617,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
             mha__linear(c->queries + row * c->dq, 1, c->dq, w->w_q, w->b_q, h0 * c->pq, (h1 - h0) * c->pq,
                         MHA__PART(c, 3) + h0 * c->pq);
             for (i = h0; i < h1; ++i) mha__attend(c, b, t, i);
-            if (c->head < 0) mha__linear(MHA__PART(c, 6), 1, c->h * c->pv, w->w_o, w->b_o, 0, c->po, c->out + row * c->po);
+            if (c->head < 0)
+                mha__linear(MHA__PART(c, 6), 1, c->h * c->pv, w->w_o, w->b_o, 0, c->po, c->out + row * c->po);
         }
     }
     return MHA_OK;

@@ -10,7 +10,6 @@ the throughput ratio mha.h / PyTorch (> 1: mha.h is faster).
     peers.py [ROUNDS]     default 3
 """
 import os
-import re
 import subprocess
 import sys
 import time
