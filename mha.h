@@ -183,6 +183,31 @@ MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int3
                               const mha_mask *mask, float *out, float *attn, void *workspace,
                               size_t workspace_bytes);
 
+/* The reference path, always compiled: mha_forward's contract, computed by the
+   plain loops that serve as the oracle for the fast path. Its workspace is
+   mha_reference_workspace_size() bytes (= MHA_WORKSPACE_BYTES()). Under
+   MHA_FAST 0 mha_forward is this function. */
+MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                        int32_t m, const float *queries, const float *keys, const float *values,
+                                        const mha_mask *mask, float *out, float *attn, void *workspace,
+                                        size_t workspace_bytes);
+MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+
+/* An optional parallel-for supplied by the caller: it must call task(arg, i)
+   once for every i in [0, count), on any threads and in any order, and return
+   when all have returned. The library starts no threads itself. */
+typedef void (*mha_task)(void *arg, int32_t index);
+typedef void (*mha_parallel_for)(void *user, mha_task task, void *arg, int32_t count);
+
+/* mha_forward, with its independent pieces of work handed to parallel_for
+   (with `user` as its first argument). parallel_for NULL: one thread. The
+   result is the same, bit for bit, for any parallel_for. Under MHA_FAST 0
+   the reference path runs on the calling thread and parallel_for is unused. */
+MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                       int32_t m, const float *queries, const float *keys, const float *values,
+                                       const mha_mask *mask, float *out, float *attn, void *workspace,
+                                       size_t workspace_bytes, mha_parallel_for parallel_for, void *user);
+
 /* Head `head` (0-based) for one query: head_out = h_i of the formula above.
      query [d_q], keys [m][d_k], values [m][d_v], in; head_out [p_v], out.
      valid_len: keys j >= valid_len are masked (pass m for none); 0 <= valid_len <= m.
@@ -234,6 +259,19 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #error "MHA_NO_ADDITIVE must be 0 or 1"
 #endif
 
+#ifndef MHA_FAST
+#define MHA_FAST 0
+#endif
+#if MHA_FAST != 0 && MHA_FAST != 1
+#error "MHA_FAST must be 0 or 1"
+#endif
+#ifndef MHA_NO_SIMD
+#define MHA_NO_SIMD 0
+#endif
+#if MHA_NO_SIMD != 0 && MHA_NO_SIMD != 1
+#error "MHA_NO_SIMD must be 0 or 1"
+#endif
+
 #include <float.h>
 
 #if MHA_NO_LIBM
@@ -275,8 +313,7 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 extern "C" {
 #endif
 
-/* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
-#if MHA_NO_LIBM
+/* ---- bits of a float --------------------------------------------------------- */
 
 /* Copies the 4 bytes of a float or uint32_t: bit casts without type punning
    or libc (GCC and clang turn the builtin into a register move). */
@@ -302,6 +339,8 @@ MHA__PRIVATE float mha__from_bits(uint32_t u) {
     return f;
 }
 
+/* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
+#if MHA_NO_LIBM
 /* e^x. x = k ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact k ln2),
    e^r = 1 + r + r^2 q(r) with q the Taylor series of (e^r - 1 - r) / r^2 to
    r^5, then times 2^k (for k = 128, times 2 and then 2^127, so that the scale
@@ -385,6 +424,11 @@ typedef struct mha__ctx {
     float *out, *attn;
     float *ws;                        /* the workspace from its aligned start */
     size_t part[7];                   /* offsets in floats of its parts, see mha__table */
+#if MHA_FAST
+    int fast;                         /* mha_forward(_parallel): the fast path */
+    mha_parallel_for pfor;            /* NULL: one thread */
+    void *user;
+#endif
 } mha__ctx;
 
 /* Workspace part k (0 kp, 1 vp, 2 ak, 3 qp, 4 aq, 5 sc, 6 cat: see mha__table). */
@@ -415,6 +459,12 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->batch = c->n = c->m = c->attn_h = c->masked = 0;
     c->w = w;
     c->scale = s->scale;
+#if MHA_FAST
+    c->fast = 0;
+    c->pfor = NULL;
+    c->user = NULL;
+    c->ws = NULL;
+#endif
     if (s->score == MHA_SCORE_DOT) {
         if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
         if (s->scale == 0.0f) c->scale = 1.0f / MHA_SQRTF((float)s->p_k);
@@ -574,6 +624,584 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
     }
 }
 
+/* ---- fast path (MHA_FAST) --------------------------------------------------
+   The same contract as the reference path, computed by packed, register-
+   blocked GEMMs (BLIS style: weights packed into panels of NR columns, a
+   micro-kernel of MR x NR accumulators, K blocked by MHA__KC) and a fused
+   attention in the FlashAttention-2 manner: per tile of query rows, key
+   blocks of MHA__KB keys with a running max and sum, the accumulator
+   rescaled only when the max grows and divided once at the end, so no n x m
+   score matrix exists (unless attn is asked for: then attn itself holds it).
+   One kv head at a time: its K and V are projected, then its query heads
+   attend, and each head's output is added into out through its block of W_o.
+   Vector width at compile time: AVX-512F, AVX2+FMA, NEON (aarch64), or the
+   portable code (MHA_NO_SIMD 1, and every other target). */
+#if MHA_FAST
+
+#if !MHA_NO_SIMD && defined(__AVX512F__)
+#include <immintrin.h>
+#define MHA__SIMD_NAME "avx512f"
+#define MHA__VL 16
+#define MHA__MR 8
+typedef __m512 mha__v;
+#define mha__vload(p) _mm512_loadu_ps(p)
+#define mha__vstore(p, x) _mm512_storeu_ps(p, x)
+#define mha__vset(x) _mm512_set1_ps(x)
+#define mha__vfma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define mha__vmul(a, b) _mm512_mul_ps(a, b)
+#define mha__vadd(a, b) _mm512_add_ps(a, b)
+#define mha__vsub(a, b) _mm512_sub_ps(a, b)
+#define mha__vmax(a, b) _mm512_max_ps(a, b)
+/* 2^k for integral k in [-126, 127] */
+#define mha__vpow2(k) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23))
+#define mha__vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* y where !(x < lo), else 0 */
+#define mha__vzero_below(y, x, lo) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)
+/* nonzero when a lane of x is NaN or > FLT_MAX */
+#define mha__vbad(x) (_mm512_cmp_ps_mask(x, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0)
+#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define MHA__SIMD_NAME "avx2+fma"
+#define MHA__VL 8
+#define MHA__MR 6
+typedef __m256 mha__v;
+#define mha__vload(p) _mm256_loadu_ps(p)
+#define mha__vstore(p, x) _mm256_storeu_ps(p, x)
+#define mha__vset(x) _mm256_set1_ps(x)
+#define mha__vfma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define mha__vmul(a, b) _mm256_mul_ps(a, b)
+#define mha__vadd(a, b) _mm256_add_ps(a, b)
+#define mha__vsub(a, b) _mm256_sub_ps(a, b)
+#define mha__vmax(a, b) _mm256_max_ps(a, b)
+#define mha__vpow2(k) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23))
+#define mha__vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define mha__vzero_below(y, x, lo) _mm256_and_ps(y, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ))
+#define mha__vbad(x) (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ)) != 0)
+#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define MHA__SIMD_NAME "neon"
+#define MHA__VL 4
+#define MHA__MR 8
+typedef float32x4_t mha__v;
+#define mha__vload(p) vld1q_f32(p)
+#define mha__vstore(p, x) vst1q_f32(p, x)
+#define mha__vset(x) vdupq_n_f32(x)
+#define mha__vfma(a, b, c) vfmaq_f32(c, a, b)
+#define mha__vmul(a, b) vmulq_f32(a, b)
+#define mha__vadd(a, b) vaddq_f32(a, b)
+#define mha__vsub(a, b) vsubq_f32(a, b)
+#define mha__vmax(a, b) vmaxq_f32(a, b)
+#define mha__vpow2(k) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23))
+#define mha__vround(x) vrndnq_f32(x)
+#define mha__vzero_below(y, x, lo) vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, lo)))
+#define mha__vbad(x) (vminvq_u32(vcleq_f32(x, vdupq_n_f32(FLT_MAX))) == 0)
+#else
+/* Portable: a vector is 8 floats in a struct, each operation a loop of 8
+   that gcc and clang turn into SIMD instructions of the target. */
+#define MHA__SIMD_NAME "portable"
+#define MHA__VL 8
+#define MHA__MR 4
+typedef struct mha__v { float f[MHA__VL]; } mha__v;
+#define MHA__VOP(body) mha__v r; int l; for (l = 0; l < MHA__VL; ++l) body; return r
+MHA__PRIVATE mha__v mha__vload(const float *p) { MHA__VOP(r.f[l] = p[l]); }
+MHA__PRIVATE void mha__vstore(float *p, mha__v x) { int l; for (l = 0; l < MHA__VL; ++l) p[l] = x.f[l]; }
+MHA__PRIVATE mha__v mha__vset(float x) { MHA__VOP(r.f[l] = x); }
+MHA__PRIVATE mha__v mha__vfma(mha__v a, mha__v b, mha__v c) { MHA__VOP(r.f[l] = a.f[l] * b.f[l] + c.f[l]); }
+MHA__PRIVATE mha__v mha__vmul(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] * b.f[l]); }
+MHA__PRIVATE mha__v mha__vadd(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] + b.f[l]); }
+MHA__PRIVATE mha__v mha__vsub(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] - b.f[l]); }
+MHA__PRIVATE mha__v mha__vmax(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] > b.f[l] ? a.f[l] : b.f[l]); }
+MHA__PRIVATE mha__v mha__vround(mha__v x) { /* to the nearest integer, halves away from 0 */
+    MHA__VOP(r.f[l] = x.f[l] > -8388608.0f && x.f[l] < 8388608.0f /* NaN and huge: 0 */
+                          ? (float)(int32_t)(x.f[l] + (x.f[l] < 0.0f ? -0.5f : 0.5f))
+                          : 0.0f);
+}
+MHA__PRIVATE mha__v mha__vpow2(mha__v k) { MHA__VOP(r.f[l] = mha__from_bits((uint32_t)((int32_t)k.f[l] + 127) << 23)); }
+MHA__PRIVATE mha__v mha__vzero_below(mha__v y, mha__v x, mha__v lo) { MHA__VOP(r.f[l] = x.f[l] < lo.f[l] ? 0.0f : y.f[l]); }
+MHA__PRIVATE int mha__vbad(mha__v x) {
+    int l, bad = 0;
+    for (l = 0; l < MHA__VL; ++l) bad |= !(x.f[l] <= FLT_MAX);
+    return bad;
+}
+#undef MHA__VOP
+#endif
+
+#define MHA__NR (2 * MHA__VL) /* micro-kernel columns: two vectors */
+#define MHA__KC 256           /* K block of the GEMMs: an NR-wide B panel of KC rows stays in L1 */
+#define MHA__KB 128           /* keys per block of the fused attention */
+#define MHA__QR (4 * MHA__MR) /* query rows per tile of the fused attention */
+#define MHA__SLOTS 32         /* tiles' scratch slots: tasks of the attention step at most */
+
+/* e^x on vectors: the scheme of mha__expf (x = k ln2 + r, the same
+   polynomial), for x <= 88; 0 below ln(FLT_MIN) and for -inf, NaN stays NaN.
+   Measured error: tests/test_fast.c. */
+MHA__PRIVATE mha__v mha__vexp(mha__v x) {
+    const mha__v lo = mha__vset(-87.33654475f);
+    mha__v xc = mha__vmax(lo, x); /* NaN stays NaN: max(lo, NaN) is NaN on each target */
+    mha__v k = mha__vround(mha__vmul(xc, mha__vset(1.44269504f)));
+    mha__v r = mha__vfma(k, mha__vset(-0.693145751953125f), xc);
+    mha__v q = mha__vset(1.9841270e-4f);
+    r = mha__vfma(k, mha__vset(-1.428606765330187e-06f), r);
+    q = mha__vfma(q, r, mha__vset(1.3888889e-3f));
+    q = mha__vfma(q, r, mha__vset(8.3333338e-3f));
+    q = mha__vfma(q, r, mha__vset(4.1666668e-2f));
+    q = mha__vfma(q, r, mha__vset(1.6666667e-1f));
+    q = mha__vfma(q, r, mha__vset(0.5f));
+    q = mha__vadd(mha__vfma(mha__vmul(r, r), q, r), mha__vset(1.0f));
+    return mha__vzero_below(mha__vmul(q, mha__vpow2(k)), x, lo);
+}
+
+/* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : 0) + a b, with
+   a [MR][k] (row stride lda) and b one packed panel [k][NR]. */
+MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
+                                            int acc) {
+    mha__v c0[MHA__MR], c1[MHA__MR], b0, b1, ar;
+    size_t p;
+    int r;
+    for (r = 0; r < MHA__MR; ++r) {
+        c0[r] = acc ? mha__vload(c + (size_t)r * ldc) : mha__vset(0.0f);
+        c1[r] = acc ? mha__vload(c + (size_t)r * ldc + MHA__VL) : mha__vset(0.0f);
+    }
+    for (p = 0; p < k; ++p, b += MHA__NR) {
+        b0 = mha__vload(b);
+        b1 = mha__vload(b + MHA__VL);
+        for (r = 0; r < MHA__MR; ++r) {
+            ar = mha__vset(a[(size_t)r * lda + p]);
+            c0[r] = mha__vfma(ar, b0, c0[r]);
+            c1[r] = mha__vfma(ar, b1, c1[r]);
+        }
+    }
+    for (r = 0; r < MHA__MR; ++r) {
+        mha__vstore(c + (size_t)r * ldc, c0[r]);
+        mha__vstore(c + (size_t)r * ldc + MHA__VL, c1[r]);
+    }
+}
+
+/* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
+   panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. */
+MHA__PRIVATE void mha__pack(const float *w, size_t ldw, size_t p, size_t d, float *bp) {
+    size_t q, l, i;
+    for (q = 0; q * MHA__NR < p; ++q, bp += d * MHA__NR)
+        for (l = 0; l < MHA__NR; ++l) {
+            const float *row = w + (q * MHA__NR + l) * ldw;
+            if (q * MHA__NR + l < p)
+                for (i = 0; i < d; ++i) bp[i * MHA__NR + l] = row[i];
+            else
+                for (i = 0; i < d; ++i) bp[i * MHA__NR + l] = 0.0f;
+        }
+}
+
+/* One GEMM of the fast path. C (=, or += when acc) A B (+ bias on columns
+   when not acc), over rows x cols, with
+     A  [rows][k], row stride lda; when rows is not a multiple of MR and
+        tail is not NULL, the last rows are read through tail ([MR][KC]
+        floats), else A must have readable rows up to the next multiple of MR;
+     B  packed panels of NR columns, panel q at b + q*bps, [k][NR] from there;
+     C  element (r, j) at c[r*ldc + (j/NR)*cps + j%NR]: row-major with cps = NR,
+        or itself packed panels. */
+typedef struct mha__gemm_args {
+    size_t rows, cols, k, lda, bps, ldc, cps;
+    const float *a, *b, *bias;
+    float *c, *tail;
+    int acc;
+} mha__gemm_args;
+
+MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
+    float t[MHA__MR * MHA__NR];
+    size_t k0, kl, q, r0, rh, cw, r, j;
+    for (k0 = 0; k0 < g->k || k0 == 0; k0 += MHA__KC) {
+        int first = k0 == 0, acc = g->acc || !first;
+        kl = g->k - k0 < MHA__KC ? g->k - k0 : MHA__KC;
+        for (q = 0; q * MHA__NR < g->cols; ++q) {
+            const float *bq = g->b + q * g->bps + k0 * MHA__NR;
+            cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
+            for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
+                const float *a = g->a + r0 * g->lda + k0;
+                size_t lda = g->lda;
+                float *c = g->c + r0 * g->ldc + q * g->cps;
+                rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
+                if (rh < MHA__MR && g->tail) {
+                    for (r = 0; r < MHA__MR; ++r)
+                        for (j = 0; j < kl; ++j) g->tail[r * kl + j] = r < rh ? a[r * lda + j] : 0.0f;
+                    a = g->tail;
+                    lda = kl;
+                }
+                if (rh == MHA__MR && cw == MHA__NR) {
+                    if (!acc && g->bias)
+                        for (r = 0; r < MHA__MR; ++r)
+                            for (j = 0; j < MHA__NR; ++j) c[r * g->ldc + j] = g->bias[q * MHA__NR + j];
+                    mha__kernel(kl, a, lda, bq, c, g->ldc, acc || g->bias);
+                    continue;
+                }
+                for (r = 0; r < MHA__MR; ++r) /* an edge tile: through t */
+                    for (j = 0; j < MHA__NR; ++j)
+                        t[r * MHA__NR + j] = r >= rh || j >= cw ? 0.0f
+                                             : acc              ? c[r * g->ldc + j]
+                                             : g->bias          ? g->bias[q * MHA__NR + j]
+                                                                : 0.0f;
+                mha__kernel(kl, a, lda, bq, t, MHA__NR, 1);
+                for (r = 0; r < rh; ++r)
+                    for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
+            }
+        }
+        if (g->k == 0) break;
+    }
+}
+
+/* One call of the fast path: the call's context, the workspace parts, and
+   the kv head / head / batch entry that the tasks are working on. */
+typedef struct mha__fast {
+    const mha__ctx *c;
+    size_t pqr, pkr, pvr, por, mr, slots; /* sizes rounded up to NR (m: to KB); scratch slots */
+    float *wq, *wk, *wv, *wo;             /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
+    float *kp, *kt, *vt, *tail, *slot;    /* K [m][p_k]; K^T and V as packed panels; A tail; slots */
+    size_t b, g, i, slot_floats;
+    int vbad;                             /* V of kv head g has a value that is not finite */
+} mha__fast;
+
+#define MHA__UP(x, k) (((x) + (k) - 1) / (k) * (k))
+
+/* Bytes of the fast path's workspace (SIZE_MAX on overflow); with f->c->ws
+   set, also its parts. Every part starts 64-byte aligned. */
+MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
+    const mha__ctx *c = f->c;
+    size_t sz[9], t = 0, k, r, tiles;
+    float **ptr[9];
+    f->pqr = MHA__UP(c->pq, MHA__NR);
+    f->pkr = MHA__UP(c->pk, MHA__NR);
+    f->pvr = MHA__UP(c->pv, MHA__NR);
+    f->por = MHA__UP(c->po, MHA__NR);
+    f->mr = MHA__UP(c->m, MHA__KB);
+    tiles = (c->n + MHA__QR - 1) / MHA__QR;
+    f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
+    f->slot_floats = mha__mul(MHA__QR, mha__add(mha__add(c->pq, f->pvr), MHA__KB + 2));
+    sz[0] = mha__mul(f->pqr, c->dq);
+    sz[1] = mha__mul(f->pkr, c->dk);
+    sz[2] = mha__mul(f->pvr, c->dv);
+    sz[3] = mha__mul(f->por, c->pv);
+    sz[4] = mha__mul(c->m, c->pk);
+    sz[5] = mha__mul(f->mr, c->pk);
+    sz[6] = mha__mul(f->mr, f->pvr);
+    sz[7] = MHA__MR * MHA__KC;
+    sz[8] = mha__mul(f->slots, f->slot_floats);
+    ptr[0] = &f->wq; ptr[1] = &f->wk; ptr[2] = &f->wv; ptr[3] = &f->wo; ptr[4] = &f->kp;
+    ptr[5] = &f->kt; ptr[6] = &f->vt; ptr[7] = &f->tail; ptr[8] = &f->slot;
+    for (k = 0; k < 9; ++k) {
+        if (c->ws) *ptr[k] = c->ws + t;
+        r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
+        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
+    }
+    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
+    return t & 1u ? SIZE_MAX : t;
+}
+
+/* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KB-1:
+   K projected into kp and packed into kt, V projected straight into its
+   packed panels in vt. Task `block` of the kv step. */
+MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const mha__ctx *c = f->c;
+    const mha_weights *w = c->w;
+    size_t j0 = (size_t)block * MHA__KB, rows = c->m - j0 < MHA__KB ? c->m - j0 : MHA__KB, q, j;
+    mha__gemm_args g;
+    g.rows = rows;
+    g.cols = c->pk;
+    g.k = c->dk;
+    g.lda = c->dk;
+    g.bps = c->dk * MHA__NR;
+    g.ldc = c->pk;
+    g.cps = MHA__NR;
+    g.a = c->keys + (f->b * c->m + j0) * c->dk;
+    g.b = f->wk;
+    g.bias = w->b_k ? w->b_k + f->g * c->pk : NULL;
+    g.c = f->kp + j0 * c->pk;
+    g.tail = f->tail;
+    g.acc = 0;
+    mha__gemm(&g);
+    mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, f->kt + j0 * c->pk);
+    for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding rows and columns stay 0 */
+        for (j = 0; j < MHA__KB * MHA__NR; ++j) f->vt[q * f->mr * MHA__NR + j0 * MHA__NR + j] = 0.0f;
+    g.cols = c->pv;
+    g.k = c->dv;
+    g.lda = c->dv;
+    g.bps = c->dv * MHA__NR;
+    g.ldc = MHA__NR;
+    g.cps = f->mr * MHA__NR;
+    g.a = c->values + (f->b * c->m + j0) * c->dv;
+    g.b = f->wv;
+    g.bias = w->b_v ? w->b_v + f->g * c->pv : NULL;
+    g.c = f->vt + j0 * MHA__NR;
+    mha__gemm(&g);
+}
+
+/* The max of x[0..len) and mx as the reference path takes it: NaN once any
+   element is NaN. */
+MHA__PRIVATE float mha__max(const float *x, size_t len, float mx) {
+    size_t j;
+    for (j = 0; j < len; ++j)
+        if (x[j] > mx || x[j] != x[j]) mx = x[j];
+    return mx;
+}
+
+/* x[j] = exp(x[j] - mx) in place for j < len (a multiple of VL), with the
+   reference's rules: a masked score (-inf) gives 0, a score equal to mx 1
+   (also for mx = +inf), and a NaN max makes every weight NaN. Returns the
+   sum. The vector code runs when mx is finite; exp(0) is exactly 1 there. */
+MHA__PRIVATE float mha__softmax(float *x, size_t len, float mx) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    float sum = 0.0f, lanes[MHA__VL];
+    size_t j;
+    int l;
+    if (mx > ninf && mx <= FLT_MAX) {
+        mha__v vm = mha__vset(mx), vs = mha__vset(0.0f), p;
+        for (j = 0; j < len; j += MHA__VL) {
+            p = mha__vexp(mha__vsub(mha__vload(x + j), vm));
+            mha__vstore(x + j, p);
+            vs = mha__vadd(vs, p);
+        }
+        mha__vstore(lanes, vs);
+        for (l = 0; l < MHA__VL; ++l) sum += lanes[l];
+        return sum;
+    }
+    for (j = 0; j < len; ++j) {
+        x[j] = x[j] == ninf ? 0.0f : x[j] == mx ? 1.0f : MHA_EXPF(x[j] - mx);
+        sum += x[j];
+    }
+    return sum;
+}
+
+/* The max of x[0..len) and mx as the reference path takes it (NaN once any
+   is NaN), for len a multiple of VL: vector code unless a value is NaN or
+   +inf. */
+MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
+    float lanes[MHA__VL];
+    mha__v vm = mha__vset(-(FLT_MAX * 2.0f)), v;
+    size_t j;
+    int bad = !(mx <= FLT_MAX); /* +inf or NaN */
+    for (j = 0; j < len && !bad; j += MHA__VL) {
+        v = mha__vload(x + j);
+        bad = mha__vbad(v);
+        vm = mha__vmax(vm, v);
+    }
+    if (bad) return mha__max(x, len, mx);
+    mha__vstore(lanes, vm);
+    return mha__max(lanes, MHA__VL, mx);
+}
+
+/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st). When
+   V has a value that is not finite, weights of exactly 0 are skipped as the
+   reference path skips them, so that a masked key's values never count. */
+MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, size_t j0, float *ot) {
+    const mha__ctx *c = f->c;
+    mha__gemm_args g;
+    size_t r, j, a;
+    if (f->vbad) {
+        for (r = 0; r < MHA__QR; ++r)
+            for (j = 0; j < cl; ++j)
+                if (st[r * MHA__KB + j] != 0.0f)
+                    for (a = 0; a < c->pv; ++a)
+                        ot[r * f->pvr + a] += st[r * MHA__KB + j] *
+                                              f->vt[(a / MHA__NR) * f->mr * MHA__NR + (j0 + j) * MHA__NR + a % MHA__NR];
+        return;
+    }
+    g.rows = MHA__QR;
+    g.cols = c->pv;
+    g.k = cl;
+    g.lda = MHA__KB;
+    g.bps = f->mr * MHA__NR;
+    g.ldc = f->pvr;
+    g.cps = MHA__NR;
+    g.a = st;
+    g.b = f->vt + j0 * MHA__NR;
+    g.bias = NULL;
+    g.c = ot;
+    g.tail = NULL;
+    g.acc = 1;
+    mha__gemm(&g);
+}
+
+/* Query tile `tile` (rows t0 .. t0+QR-1 of batch entry f->b) for head f->i,
+   in scratch slot s: the projected queries qt [QR][p_q], a block of scores
+   or weights st [QR][KB], the output accumulator ot [QR][pvr], the running
+   max and sum. Adds the head's share W_o^(i) h_i into out (head 0 sets out
+   to b_o plus its share). */
+MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    const mha__ctx *c = f->c;
+    const mha_weights *w = c->w;
+    const mha_mask *mask = c->mask;
+    const size_t R = MHA__QR, KB = MHA__KB, m = c->m, pvr = f->pvr, t0 = tile * R, i = f->i;
+    const size_t rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
+    float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *mx = ot + R * pvr, *l = mx + R;
+    float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
+    size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j, a;
+    mha__gemm_args g;
+
+    g.rows = rv; /* qt = queries W_q^(i)^T + b_q^(i) */
+    g.cols = c->pq;
+    g.k = c->dq;
+    g.lda = c->dq;
+    g.bps = c->dq * MHA__NR;
+    g.ldc = c->pq;
+    g.cps = MHA__NR;
+    g.a = c->queries + row0 * c->dq;
+    g.b = f->wq;
+    g.bias = w->b_q ? w->b_q + i * c->pq : NULL;
+    g.c = qt;
+    g.tail = f->tail;
+    g.acc = 0;
+    mha__gemm(&g);
+    for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
+
+    for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r */
+        hi[r] = r < rv ? m : 0;
+        if (r < rv && mask && mask->valid_lens)
+            hi[r] = (size_t)mask->valid_lens[mask->valid_lens_per_query ? row0 + r : f->b];
+        if (r < rv && mask && mask->causal) {
+            int32_t off = mask->causal_offset, t = (int32_t)(t0 + r), mt = (int32_t)m - t;
+            size_t lim = off >= mt ? m : off < -t ? 0 : (size_t)(t + off + 1);
+            if (lim < hi[r]) hi[r] = lim;
+        }
+        if (hi[r] > jend) jend = hi[r];
+        mx[r] = ninf;
+        l[r] = 0.0f;
+    }
+    if (attn) jend = m; /* every weight is written */
+    for (j = 0; j < R * pvr; ++j) ot[j] = 0.0f;
+
+    for (j0 = 0; j0 < jend; j0 += KB) {
+        cl = jend - j0 < KB ? jend - j0 : KB;
+        cp = MHA__UP(cl, MHA__VL);
+        g.rows = R; /* st = q . k for keys j0 .. j0+cl-1 */
+        g.cols = cl;
+        g.k = c->pk;
+        g.lda = c->pq;
+        g.bps = c->pk * MHA__NR;
+        g.ldc = KB;
+        g.a = qt;
+        g.b = f->kt + j0 * c->pk;
+        g.bias = NULL;
+        g.c = st;
+        g.tail = NULL;
+        mha__gemm(&g);
+        for (r = 0; r < R; ++r) {
+            float *x = st + r * KB, alpha, mnew;
+            size_t vis = hi[r] <= j0 ? 0 : hi[r] - j0 < cl ? hi[r] - j0 : cl;
+            const uint8_t *keep = mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL;
+            const float *bias = mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL;
+            if (r >= rv) { /* a padding row: weight 0 */
+                for (j = 0; j < cl; ++j) x[j] = 0.0f;
+                continue;
+            }
+            j = 0; /* scale, mask and bias */
+            if (!keep && !bias)
+                for (; j + MHA__VL <= vis; j += MHA__VL)
+                    mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(c->scale)));
+            for (; j < vis; ++j)
+                x[j] = keep && !keep[j] ? ninf : c->scale * x[j] + (bias ? bias[j] : 0.0f);
+            for (; j < cp; ++j) x[j] = ninf;
+            if (attn) {
+                for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
+                mx[r] = mha__max(x, cl, mx[r]);
+                continue;
+            }
+            mnew = mha__rowmax(x, cp, mx[r]);
+            if (mnew == ninf) { /* nothing visible yet */
+                for (j = 0; j < cl; ++j) x[j] = 0.0f;
+                continue;
+            }
+            alpha = mx[r] == mnew ? 1.0f : mx[r] == ninf ? 0.0f : MHA_EXPF(mx[r] - mnew);
+            if (alpha != 1.0f) { /* the max grew: rescale */
+                for (a = 0; a < c->pv; ++a) ot[r * pvr + a] *= alpha;
+                l[r] *= alpha;
+            }
+            l[r] += mha__softmax(x, cp, mnew);
+            mx[r] = mnew;
+        }
+        if (!attn) mha__fast_pv(f, st, cl, j0, ot);
+    }
+
+    if (attn) { /* the weights, as the reference computes them, then weights x values */
+        float buf[MHA__KB];
+        for (r = 0; r < rv; ++r) {
+            float *x = attn + r * m, sum = 0.0f;
+            for (j0 = 0; j0 < m; j0 += KB) {
+                cl = m - j0 < KB ? m - j0 : KB;
+                for (j = 0; j < MHA__UP(cl, MHA__VL); ++j) buf[j] = j < cl ? x[j0 + j] : ninf;
+                sum += mha__softmax(buf, MHA__UP(cl, MHA__VL), mx[r]);
+                for (j = 0; j < cl; ++j) x[j0 + j] = buf[j];
+            }
+            if (sum == 0.0f) sum = 1.0f; /* every key masked */
+            for (j = 0; j < m; ++j) x[j] /= sum;
+        }
+        for (j0 = 0; j0 < m; j0 += KB) {
+            cl = m - j0 < KB ? m - j0 : KB;
+            for (r = 0; r < R; ++r)
+                for (j = 0; j < cl; ++j) st[r * KB + j] = r < rv ? attn[r * m + j0 + j] : 0.0f;
+            mha__fast_pv(f, st, cl, j0, ot);
+        }
+    } else {
+        for (r = 0; r < rv; ++r) /* divide once; a row with every key masked is 0 */
+            for (a = 0; a < c->pv; ++a) ot[r * pvr + a] = l[r] == 0.0f ? 0.0f : ot[r * pvr + a] / l[r];
+    }
+
+    g.rows = rv; /* out (+)= h_i W_o^(i)^T, + b_o for head 0 */
+    g.cols = c->po;
+    g.k = c->pv;
+    g.lda = pvr;
+    g.bps = c->pv * MHA__NR;
+    g.ldc = c->po;
+    g.a = ot;
+    g.b = f->wo;
+    g.bias = i == 0 ? w->b_o : NULL;
+    g.c = c->out + row0 * c->po;
+    g.tail = NULL;
+    g.acc = i != 0;
+    mha__gemm(&g);
+}
+
+/* Task `slot` of the attention step: tiles slot, slot + slots, ... */
+MHA__PRIVATE void mha__fast_tiles(void *arg, int32_t slot) {
+    const mha__fast *f = (const mha__fast *)arg;
+    size_t t, tiles = (f->c->n + MHA__QR - 1) / MHA__QR;
+    for (t = (size_t)slot; t < tiles; t += f->slots) mha__fast_tile(f, t, f->slot + (size_t)slot * f->slot_floats);
+}
+
+MHA__PRIVATE void mha__fast_par(mha__fast *f, mha_task task, size_t count) {
+    size_t k;
+    if (count == 0) return;
+    if (f->c->pfor)
+        f->c->pfor(f->c->user, task, f, (int32_t)count);
+    else
+        for (k = 0; k < count; ++k) task(f, (int32_t)k);
+}
+
+/* The fast path, once every check has passed. */
+MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
+    const mha_weights *w = c->w;
+    mha__fast f;
+    size_t b, g, i, j;
+    f.c = c;
+    mha__fast_layout(&f);
+    for (b = 0; b < c->batch; ++b)
+        for (g = 0; g < c->kv; ++g) {
+            f.b = b;
+            f.g = g;
+            mha__pack(w->w_k + g * c->pk * c->dk, c->dk, c->pk, c->dk, f.wk);
+            mha__pack(w->w_v + g * c->pv * c->dv, c->dv, c->pv, c->dv, f.wv);
+            mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KB - 1) / MHA__KB);
+            f.vbad = 0;
+            for (j = 0; j < f.mr * f.pvr; ++j) f.vbad |= !(f.vt[j] - f.vt[j] == 0.0f);
+            for (i = g * c->grp; i < (g + 1) * c->grp; ++i) {
+                f.i = i;
+                mha__pack(w->w_q + i * c->pq * c->dq, c->dq, c->pq, c->dq, f.wq);
+                mha__pack(w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, f.wo);
+                mha__fast_par(&f, mha__fast_tiles, f.slots);
+            }
+        }
+}
+#endif /* MHA_FAST */
+
 /* mha_forward and mha_head once the shape is checked: the remaining checks,
    in the order of the error table, then the computation. */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, size_t workspace_bytes) {
@@ -586,6 +1214,14 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
     c->attn_h = c->attn ? c->h : 0;
     c->masked = mask && (mask->keep || mask->bias);
     bytes = mha__layout(c, MHA__ROWS);
+#if MHA_FAST
+    if (c->fast) {
+        mha__fast f;
+        f.c = c;
+        c->ws = NULL;
+        bytes = mha__layout(c, MHA__ROWS_ARRAYS) == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f);
+    }
+#endif
     if (bytes == SIZE_MAX) return MHA_ERR_OVERFLOW;
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
     if (mask && mask->valid_lens)
@@ -594,6 +1230,12 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
     if (c->n == 0) return MHA_OK; /* no query: nothing to compute */
 
     c->ws = mha__align(workspace);
+#if MHA_FAST
+    if (c->fast) {
+        mha__fast_run(c);
+        return MHA_OK;
+    }
+#endif
     h0 = c->head < 0 ? 0 : (size_t)c->head;
     h1 = c->head < 0 ? c->h : h0 + 1;
     for (b = 0; b < c->batch; ++b) {
@@ -663,36 +1305,94 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     return MHA_OK;
 }
 
-MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+/* The sizes of a call of mha_forward into *c, with the path to take. */
+MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                  int32_t m, int fast) {
+    mha_status st = mha__setup(c, shape, w);
+    if (st != MHA_OK) return st;
+    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
+    c->head = -1;
+    c->batch = (size_t)batch;
+    c->n = (size_t)n;
+    c->m = (size_t)m;
+#if MHA_FAST
+    c->fast = fast && !MHA__ADDITIVE(c); /* additive scoring: the reference path */
+#else
+    (void)fast;
+#endif
+    return MHA_OK;
+}
+
+/* Workspace bytes of mha_forward's path (fast 1) or the reference path. */
+MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m, int fast) {
     mha__ctx c;
     size_t bytes;
-    if (batch < 0 || n < 0 || m < 0 || mha__setup(&c, shape, &mha__no_weights) != MHA_OK) return 0;
-    c.batch = (size_t)batch;
-    c.n = (size_t)n;
-    c.m = (size_t)m;
+    if (mha__call(&c, shape, &mha__no_weights, batch, n, m, fast) != MHA_OK) return 0;
     bytes = mha__layout(&c, MHA__ROWS);
+#if MHA_FAST
+    if (c.fast) {
+        mha__fast f;
+        f.c = &c;
+        bytes = mha__layout(&c, MHA__ROWS_ARRAYS) == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f);
+    }
+#endif
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
-MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
-                              int32_t m, const float *queries, const float *keys, const float *values,
-                              const mha_mask *mask, float *out, float *attn, void *workspace,
-                              size_t workspace_bytes) {
+MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    return mha__workspace_size(shape, batch, n, m, 1);
+}
+
+MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    return mha__workspace_size(shape, batch, n, m, 0);
+}
+
+/* mha_forward and its two variants: the sizes, the arguments, then the run. */
+MHA__PRIVATE mha_status mha__forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                                     const float *queries, const float *keys, const float *values,
+                                     const mha_mask *mask, float *out, float *attn, void *workspace,
+                                     size_t workspace_bytes, int fast, mha_parallel_for parallel_for, void *user) {
     mha__ctx c;
-    mha_status st = mha__setup(&c, shape, w);
+    mha_status st = mha__call(&c, shape, w, batch, n, m, fast);
     if (st != MHA_OK) return st;
-    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    c.head = -1;
-    c.batch = (size_t)batch;
-    c.n = (size_t)n;
-    c.m = (size_t)m;
     c.queries = queries;
     c.keys = keys;
     c.values = values;
     c.mask = mask;
     c.out = out;
     c.attn = attn;
+#if MHA_FAST
+    c.pfor = parallel_for;
+    c.user = user;
+#else
+    (void)parallel_for;
+    (void)user;
+#endif
     return mha__run(&c, workspace, workspace_bytes);
+}
+
+MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                              int32_t m, const float *queries, const float *keys, const float *values,
+                              const mha_mask *mask, float *out, float *attn, void *workspace,
+                              size_t workspace_bytes) {
+    return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 1,
+                        NULL, NULL);
+}
+
+MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                        int32_t m, const float *queries, const float *keys, const float *values,
+                                        const mha_mask *mask, float *out, float *attn, void *workspace,
+                                        size_t workspace_bytes) {
+    return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 0,
+                        NULL, NULL);
+}
+
+MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                       int32_t m, const float *queries, const float *keys, const float *values,
+                                       const mha_mask *mask, float *out, float *attn, void *workspace,
+                                       size_t workspace_bytes, mha_parallel_for parallel_for, void *user) {
+    return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 1,
+                        parallel_for, user);
 }
 
 MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t head, const float *query,
