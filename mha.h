@@ -118,6 +118,8 @@ typedef struct mha_weights {
     const float *w_o, *b_o;       /* [p_o][heads*p_v], [p_o] */
     const float *a_q, *a_k, *a_v; /* additive only: A_q [heads][p_a][p_q], A_k [heads][p_a][p_k],
                                      w_a [heads][p_a] */
+    const void *packed;           /* NULL, or a buffer that mha_pack_weights() filled from these
+                                     weights: the fast path then skips packing them each call */
 } mha_weights;
 
 /* Which keys a query may see. Every mask given is ANDed. A query row that
@@ -207,6 +209,17 @@ MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights
                                        int32_t m, const float *queries, const float *keys, const float *values,
                                        const mha_mask *mask, float *out, float *attn, void *workspace,
                                        size_t workspace_bytes, mha_parallel_for parallel_for, void *user);
+
+/* Packed weights for the fast path (MHA_FAST 1): W_q, W_k, W_v and W_o laid
+   out as its GEMMs read them, made once and reused by every call (set
+   w.packed to the buffer). mha_packed_weights_size() gives the bytes (any
+   alignment; 0 for a bad shape, and 0 under MHA_FAST 0, where there is
+   nothing to pack). mha_pack_weights() returns MHA_ERR_NULL, MHA_ERR_SHAPE,
+   MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (buffer NULL or too small) or MHA_OK.
+   The buffer belongs to one shape and one build (vector width): a call whose
+   shape differs returns MHA_ERR_SHAPE. If the weights change, pack again. */
+MHADEF size_t mha_packed_weights_size(const mha_shape *shape);
+MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w, void *buffer, size_t bytes);
 
 /* Head `head` (0-based) for one query: head_out = h_i of the formula above.
      query [d_q], keys [m][d_k], values [m][d_v], in; head_out [p_v], out.
@@ -539,7 +552,7 @@ MHA__PRIVATE float *mha__align(void *workspace) {
 }
 
 /* Stands in for the weights where only sizes are asked for. */
-static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 /* ---- reference kernels ---------------------------------------------------- */
 
@@ -641,8 +654,11 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
 #if !MHA_NO_SIMD && defined(__AVX512F__)
 #include <immintrin.h>
 #define MHA__SIMD_NAME "avx512f"
+#define MHA__CLEAN() _mm256_zeroupper() /* leave no dirty upper state to SSE code (libm) */
 #define MHA__VL 16
-#define MHA__MR 8
+#define MHA__MR 12
+#define MHA__KVB 96 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__EACH_ROW MHA__ROWS12
 typedef __m512 mha__v;
 #define mha__vload(p) _mm512_loadu_ps(p)
 #define mha__vstore(p, x) _mm512_storeu_ps(p, x)
@@ -662,8 +678,11 @@ typedef __m512 mha__v;
 #elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define MHA__SIMD_NAME "avx2+fma"
+#define MHA__CLEAN() _mm256_zeroupper()
 #define MHA__VL 8
 #define MHA__MR 6
+#define MHA__KVB 48 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__EACH_ROW MHA__ROWS6
 typedef __m256 mha__v;
 #define mha__vload(p) _mm256_loadu_ps(p)
 #define mha__vstore(p, x) _mm256_storeu_ps(p, x)
@@ -680,8 +699,11 @@ typedef __m256 mha__v;
 #elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #define MHA__SIMD_NAME "neon"
+#define MHA__CLEAN() ((void)0)
 #define MHA__VL 4
 #define MHA__MR 8
+#define MHA__KVB 32 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__EACH_ROW MHA__ROWS8
 typedef float32x4_t mha__v;
 #define mha__vload(p) vld1q_f32(p)
 #define mha__vstore(p, x) vst1q_f32(p, x)
@@ -699,8 +721,11 @@ typedef float32x4_t mha__v;
 /* Portable: a vector is 8 floats in a struct, each operation a loop of 8
    that gcc and clang turn into SIMD instructions of the target. */
 #define MHA__SIMD_NAME "portable"
+#define MHA__CLEAN() ((void)0)
 #define MHA__VL 8
 #define MHA__MR 4
+#define MHA__KVB 32 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__EACH_ROW MHA__ROWS4
 typedef struct mha__v { float f[MHA__VL]; } mha__v;
 #define MHA__VOP(body) mha__v r; int l; for (l = 0; l < MHA__VL; ++l) body; return r
 MHA__PRIVATE mha__v mha__vload(const float *p) { MHA__VOP(r.f[l] = p[l]); }
@@ -752,43 +777,48 @@ MHA__PRIVATE mha__v mha__vexp(mha__v x) {
 }
 
 /* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : 0) + a b, with
-   a [MR][k] (row stride lda) and b one packed panel [k][NR]. */
+   a [MR][k] (row stride lda) and b one packed panel [k][NR]. Written out row
+   by row (MHA__EACH_ROW) so that the 2 MR accumulators stay in registers. */
+#define MHA__ROWS4(X) X(0) X(1) X(2) X(3)
+#define MHA__ROWS6(X) MHA__ROWS4(X) X(4) X(5)
+#define MHA__ROWS8(X) MHA__ROWS6(X) X(6) X(7)
+#define MHA__ROWS12(X) MHA__ROWS8(X) X(8) X(9) X(10) X(11)
+#define MHA__K_INIT(r)                                                                                   \
+    mha__v c0_##r = acc ? mha__vload(c + r * ldc) : mha__vset(0.0f);                                    \
+    mha__v c1_##r = acc ? mha__vload(c + r * ldc + MHA__VL) : mha__vset(0.0f);
+#define MHA__K_FMA(r)                                                                                    \
+    ar = mha__vset(a[r * lda + p]);                                                                      \
+    c0_##r = mha__vfma(ar, b0, c0_##r);                                                                  \
+    c1_##r = mha__vfma(ar, b1, c1_##r);
+#define MHA__K_STORE(r)                                                                                  \
+    mha__vstore(c + r * ldc, c0_##r);                                                                    \
+    mha__vstore(c + r * ldc + MHA__VL, c1_##r);
 MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
                                             int acc) {
-    mha__v c0[MHA__MR], c1[MHA__MR], b0, b1, ar;
+    mha__v b0, b1, ar;
     size_t p;
-    int r;
-    for (r = 0; r < MHA__MR; ++r) {
-        c0[r] = acc ? mha__vload(c + (size_t)r * ldc) : mha__vset(0.0f);
-        c1[r] = acc ? mha__vload(c + (size_t)r * ldc + MHA__VL) : mha__vset(0.0f);
-    }
+    MHA__EACH_ROW(MHA__K_INIT)
     for (p = 0; p < k; ++p, b += MHA__NR) {
         b0 = mha__vload(b);
         b1 = mha__vload(b + MHA__VL);
-        for (r = 0; r < MHA__MR; ++r) {
-            ar = mha__vset(a[(size_t)r * lda + p]);
-            c0[r] = mha__vfma(ar, b0, c0[r]);
-            c1[r] = mha__vfma(ar, b1, c1[r]);
-        }
+        MHA__EACH_ROW(MHA__K_FMA)
     }
-    for (r = 0; r < MHA__MR; ++r) {
-        mha__vstore(c + (size_t)r * ldc, c0[r]);
-        mha__vstore(c + (size_t)r * ldc + MHA__VL, c1[r]);
-    }
+    MHA__EACH_ROW(MHA__K_STORE)
 }
 
 /* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
-   panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. */
+   panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. Reads
+   NR rows side by side, so that the writes are sequential. */
 MHA__PRIVATE void mha__pack(const float *w, size_t ldw, size_t p, size_t d, float *bp) {
-    size_t q, l, i;
-    for (q = 0; q * MHA__NR < p; ++q, bp += d * MHA__NR)
-        for (l = 0; l < MHA__NR; ++l) {
-            const float *row = w + (q * MHA__NR + l) * ldw;
-            if (q * MHA__NR + l < p)
-                for (i = 0; i < d; ++i) bp[i * MHA__NR + l] = row[i];
-            else
-                for (i = 0; i < d; ++i) bp[i * MHA__NR + l] = 0.0f;
+    size_t q, l, i, nl;
+    for (q = 0; q * MHA__NR < p; ++q, bp += d * MHA__NR) {
+        const float *wq = w + q * MHA__NR * ldw;
+        nl = p - q * MHA__NR < MHA__NR ? p - q * MHA__NR : MHA__NR;
+        for (i = 0; i < d; ++i) {
+            for (l = 0; l < nl; ++l) bp[i * MHA__NR + l] = wq[l * ldw + i];
+            for (; l < MHA__NR; ++l) bp[i * MHA__NR + l] = 0.0f;
         }
+    }
 }
 
 /* One GEMM of the fast path. C (=, or += when acc) A B (+ bias on columns
@@ -853,7 +883,9 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
 typedef struct mha__fast {
     const mha__ctx *c;
     size_t pqr, pkr, pvr, por, mr, slots; /* sizes rounded up to NR (m: to KB); scratch slots */
-    float *wq, *wk, *wv, *wo;             /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
+    size_t qr;                            /* query rows of a tile: QR, or fewer for a small n */
+    const float *wq, *wk, *wv, *wo;       /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
+    float *pq, *pk, *pv, *po;             /* where they are packed when w->packed is NULL */
     float *kp, *kt, *vt, *tail, *slot;    /* K [m][p_k]; K^T and V as packed panels; A tail; slots */
     size_t b, g, i, slot_floats;
     int vbad;                             /* V of kv head g has a value that is not finite */
@@ -872,9 +904,10 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
     f->pvr = MHA__UP(c->pv, MHA__NR);
     f->por = MHA__UP(c->po, MHA__NR);
     f->mr = MHA__UP(c->m, MHA__KB);
-    tiles = (c->n + MHA__QR - 1) / MHA__QR;
+    f->qr = c->n < MHA__QR ? MHA__UP(c->n, MHA__MR) : MHA__QR;
+    tiles = (c->n + f->qr - 1) / f->qr;
     f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
-    f->slot_floats = mha__mul(MHA__QR, mha__add(mha__add(c->pq, f->pvr), MHA__KB + 2));
+    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(c->pq, f->pvr), MHA__KB + 2));
     sz[0] = mha__mul(f->pqr, c->dq);
     sz[1] = mha__mul(f->pkr, c->dk);
     sz[2] = mha__mul(f->pvr, c->dv);
@@ -884,7 +917,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
     sz[6] = mha__mul(f->mr, f->pvr);
     sz[7] = MHA__MR * MHA__KC;
     sz[8] = mha__mul(f->slots, f->slot_floats);
-    ptr[0] = &f->wq; ptr[1] = &f->wk; ptr[2] = &f->wv; ptr[3] = &f->wo; ptr[4] = &f->kp;
+    ptr[0] = &f->pq; ptr[1] = &f->pk; ptr[2] = &f->pv; ptr[3] = &f->po; ptr[4] = &f->kp;
     ptr[5] = &f->kt; ptr[6] = &f->vt; ptr[7] = &f->tail; ptr[8] = &f->slot;
     for (k = 0; k < 9; ++k) {
         if (c->ws) *ptr[k] = c->ws + t;
@@ -895,6 +928,40 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
     return t & 1u ? SIZE_MAX : t;
 }
 
+/* Packed weights (mha_pack_weights): a header of the sizes they were made
+   for, then for each kv head g W_k^(g) and W_v^(g), then for each head i
+   W_q^(i) and W_o's block i, packed as mha__pack packs them. */
+typedef struct mha__pack_head {
+    size_t magic, nr, h, kv, dq, dk, dv, pq, pk, pv, po;
+} mha__pack_head;
+#define MHA__PACK_MAGIC 0x6d686170u
+#define MHA__PACK_SKIP 32 /* floats before the panels: the header, 128 bytes */
+
+/* Floats of the panels of one kv head (*per_g) and of one head (*per_i);
+   the whole buffer's bytes, SIZE_MAX on overflow. */
+MHA__PRIVATE size_t mha__packed_bytes(const mha__ctx *c, size_t *per_g, size_t *per_i) {
+    size_t t;
+    *per_g = mha__add(mha__mul(MHA__UP(c->pk, MHA__NR), c->dk), mha__mul(MHA__UP(c->pv, MHA__NR), c->dv));
+    *per_i = mha__add(mha__mul(MHA__UP(c->pq, MHA__NR), c->dq), mha__mul(MHA__UP(c->po, MHA__NR), c->pv));
+    t = mha__add(mha__mul(c->kv, *per_g), mha__mul(c->h, *per_i));
+    t = mha__add(mha__mul(mha__add(t, MHA__PACK_SKIP), sizeof(float)), MHA_WORKSPACE_ALIGN);
+    return t & 1u ? SIZE_MAX : t;
+}
+
+/* The panels of w->packed when it was made for this call's sizes, else NULL. */
+MHA__PRIVATE const float *mha__packed(const mha__ctx *c) {
+    const unsigned char *p = (const unsigned char *)c->w->packed;
+    const mha__pack_head *hd;
+    if (!p) return NULL;
+    p += (MHA_WORKSPACE_ALIGN - (uintptr_t)p % MHA_WORKSPACE_ALIGN) % MHA_WORKSPACE_ALIGN;
+    hd = (const mha__pack_head *)(const void *)p;
+    if (hd->magic != MHA__PACK_MAGIC || hd->nr != MHA__NR || hd->h != c->h || hd->kv != c->kv || hd->dq != c->dq ||
+        hd->dk != c->dk || hd->dv != c->dv || hd->pq != c->pq || hd->pk != c->pk || hd->pv != c->pv ||
+        hd->po != c->po)
+        return NULL;
+    return (const float *)(const void *)p + MHA__PACK_SKIP;
+}
+
 /* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KB-1:
    K projected into kp and packed into kt, V projected straight into its
    packed panels in vt. Task `block` of the kv step. */
@@ -902,7 +969,7 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     const mha__fast *f = (const mha__fast *)arg;
     const mha__ctx *c = f->c;
     const mha_weights *w = c->w;
-    size_t j0 = (size_t)block * MHA__KB, rows = c->m - j0 < MHA__KB ? c->m - j0 : MHA__KB, q, j;
+    size_t j0 = (size_t)block * MHA__KVB, rows = c->m - j0 < MHA__KVB ? c->m - j0 : MHA__KVB, q, j;
     mha__gemm_args g;
     g.rows = rows;
     g.cols = c->pk;
@@ -919,8 +986,8 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     g.acc = 0;
     mha__gemm(&g);
     mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, f->kt + j0 * c->pk);
-    for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding rows and columns stay 0 */
-        for (j = 0; j < MHA__KB * MHA__NR; ++j) f->vt[q * f->mr * MHA__NR + j0 * MHA__NR + j] = 0.0f;
+    for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
+        for (j = 0; j < rows * MHA__NR; ++j) f->vt[q * f->mr * MHA__NR + j0 * MHA__NR + j] = 0.0f;
     g.cols = c->pv;
     g.k = c->dv;
     g.lda = c->dv;
@@ -996,7 +1063,7 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
     mha__gemm_args g;
     size_t r, j, a;
     if (f->vbad) {
-        for (r = 0; r < MHA__QR; ++r)
+        for (r = 0; r < f->qr; ++r)
             for (j = 0; j < cl; ++j)
                 if (st[r * MHA__KB + j] != 0.0f)
                     for (a = 0; a < c->pv; ++a)
@@ -1004,7 +1071,7 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
                                               f->vt[(a / MHA__NR) * f->mr * MHA__NR + (j0 + j) * MHA__NR + a % MHA__NR];
         return;
     }
-    g.rows = MHA__QR;
+    g.rows = f->qr;
     g.cols = c->pv;
     g.k = cl;
     g.lda = MHA__KB;
@@ -1030,7 +1097,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     const mha__ctx *c = f->c;
     const mha_weights *w = c->w;
     const mha_mask *mask = c->mask;
-    const size_t R = MHA__QR, KB = MHA__KB, m = c->m, pvr = f->pvr, t0 = tile * R, i = f->i;
+    const size_t R = f->qr, KB = MHA__KB, m = c->m, pvr = f->pvr, t0 = tile * R, i = f->i;
     const size_t rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
     float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *mx = ot + R * pvr, *l = mx + R;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
@@ -1163,7 +1230,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
 /* Task `slot` of the attention step: tiles slot, slot + slots, ... */
 MHA__PRIVATE void mha__fast_tiles(void *arg, int32_t slot) {
     const mha__fast *f = (const mha__fast *)arg;
-    size_t t, tiles = (f->c->n + MHA__QR - 1) / MHA__QR;
+    size_t t, tiles = (f->c->n + f->qr - 1) / f->qr;
     for (t = (size_t)slot; t < tiles; t += f->slots) mha__fast_tile(f, t, f->slot + (size_t)slot * f->slot_floats);
 }
 
@@ -1183,22 +1250,42 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
     size_t b, g, i, j;
     f.c = c;
     mha__fast_layout(&f);
+    const float *packed = mha__packed(c);
+    size_t per_g, per_i, q;
+    mha__packed_bytes(c, &per_g, &per_i);
     for (b = 0; b < c->batch; ++b)
         for (g = 0; g < c->kv; ++g) {
             f.b = b;
             f.g = g;
-            mha__pack(w->w_k + g * c->pk * c->dk, c->dk, c->pk, c->dk, f.wk);
-            mha__pack(w->w_v + g * c->pv * c->dv, c->dv, c->pv, c->dv, f.wv);
-            mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KB - 1) / MHA__KB);
+            if (packed) {
+                f.wk = packed + g * per_g;
+                f.wv = f.wk + f.pkr * c->dk;
+            } else {
+                mha__pack(w->w_k + g * c->pk * c->dk, c->dk, c->pk, c->dk, f.pk);
+                mha__pack(w->w_v + g * c->pv * c->dv, c->dv, c->pv, c->dv, f.pv);
+                f.wk = f.pk;
+                f.wv = f.pv;
+            }
+            for (q = 0; q < f.pvr / MHA__NR; ++q) /* V's padding rows m .. mr-1 */
+                for (j = c->m * MHA__NR; j < f.mr * MHA__NR; ++j) f.vt[q * f.mr * MHA__NR + j] = 0.0f;
+            mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KVB - 1) / MHA__KVB);
             f.vbad = 0;
             for (j = 0; j < f.mr * f.pvr; ++j) f.vbad |= !(f.vt[j] - f.vt[j] == 0.0f);
             for (i = g * c->grp; i < (g + 1) * c->grp; ++i) {
                 f.i = i;
-                mha__pack(w->w_q + i * c->pq * c->dq, c->dq, c->pq, c->dq, f.wq);
-                mha__pack(w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, f.wo);
+                if (packed) {
+                    f.wq = packed + c->kv * per_g + i * per_i;
+                    f.wo = f.wq + f.pqr * c->dq;
+                } else {
+                    mha__pack(w->w_q + i * c->pq * c->dq, c->dq, c->pq, c->dq, f.pq);
+                    mha__pack(w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, f.po);
+                    f.wq = f.pq;
+                    f.wo = f.po;
+                }
                 mha__fast_par(&f, mha__fast_tiles, f.slots);
             }
         }
+    MHA__CLEAN();
 }
 #endif /* MHA_FAST */
 
@@ -1215,6 +1302,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
     c->masked = mask && (mask->keep || mask->bias);
     bytes = mha__layout(c, MHA__ROWS);
 #if MHA_FAST
+    if (c->fast && w->packed && !mha__packed(c)) return MHA_ERR_SHAPE;
     if (c->fast) {
         mha__fast f;
         f.c = c;
@@ -1393,6 +1481,55 @@ MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights
                                        size_t workspace_bytes, mha_parallel_for parallel_for, void *user) {
     return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 1,
                         parallel_for, user);
+}
+
+MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
+#if MHA_FAST
+    mha__ctx c;
+    size_t per_g, per_i, bytes;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK) return 0;
+    bytes = mha__packed_bytes(&c, &per_g, &per_i);
+    return bytes == SIZE_MAX ? 0 : bytes;
+#else
+    (void)shape;
+    return 0;
+#endif
+}
+
+MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w, void *buffer, size_t bytes) {
+    mha__ctx c;
+    mha_status st = mha__setup(&c, shape, w);
+    if (st != MHA_OK) return st;
+    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o) return MHA_ERR_NULL;
+#if MHA_FAST
+    {
+        size_t per_g, per_i, need = mha__packed_bytes(&c, &per_g, &per_i), i;
+        mha__pack_head *hd;
+        float *p;
+        if (need == SIZE_MAX || mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+        if (!buffer || bytes < need) return MHA_ERR_WORKSPACE;
+        p = mha__align(buffer);
+        hd = (mha__pack_head *)(void *)p;
+        hd->magic = MHA__PACK_MAGIC;
+        hd->nr = MHA__NR;
+        hd->h = c.h; hd->kv = c.kv; hd->dq = c.dq; hd->dk = c.dk; hd->dv = c.dv;
+        hd->pq = c.pq; hd->pk = c.pk; hd->pv = c.pv; hd->po = c.po;
+        p += MHA__PACK_SKIP;
+        for (i = 0; i < c.kv; ++i, p += per_g) {
+            mha__pack(w->w_k + i * c.pk * c.dk, c.dk, c.pk, c.dk, p);
+            mha__pack(w->w_v + i * c.pv * c.dv, c.dv, c.pv, c.dv, p + MHA__UP(c.pk, MHA__NR) * c.dk);
+        }
+        for (i = 0; i < c.h; ++i, p += per_i) {
+            mha__pack(w->w_q + i * c.pq * c.dq, c.dq, c.pq, c.dq, p);
+            mha__pack(w->w_o + i * c.pv, c.h * c.pv, c.po, c.pv, p + MHA__UP(c.pq, MHA__NR) * c.dq);
+        }
+        MHA__CLEAN();
+    }
+#else
+    (void)buffer;
+    (void)bytes;
+#endif
+    return MHA_OK;
 }
 
 MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t head, const float *query,

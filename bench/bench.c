@@ -1,18 +1,30 @@
 /* bench/bench.c - times mha_forward on the benchmark shapes (README, "Benchmark").
 
-   For each shape: median and minimum time of repeated runs (single thread,
-   batch 1), GFLOP/s by the README's formula, and workspace bytes. Weights are
-   uniform in +-sqrt(3 / fan_in), inputs uniform in [-1, 1]. Progress goes to
-   stderr as each shape runs.
+   Built with MHA_FAST 1 for the host's vector unit (make bench). For each
+   shape, batch 1:
+     - the fast path, one thread: median and minimum time, GFLOP/s by the
+       README's formula, and that as a percentage of the FMA peak which this
+       program measures first (independent vector FMAs in registers);
+     - the fast path on 2 threads (a small pthread parallel-for);
+     - the reference path (mha_forward_reference), median, and the ratio of
+       its time to the fast path's;
+     - workspace bytes of each path.
+   Weights are uniform in +-sqrt(3 / fan_in) and packed once with
+   mha_pack_weights (as a model would at load time); inputs are uniform in
+   [-1, 1]. Progress goes to stderr.
 
-       bench [SECONDS_PER_SHAPE [SHAPE]]   default 1.0 s, every shape; each shape
-                                           runs at least 3 times
+       bench [SECONDS_PER_SHAPE [SHAPE [unpacked]]]   default 1.0 s, every shape;
+           each timing runs at least 3 times. "unpacked": no mha_pack_weights.
 */
 #define _POSIX_C_SOURCE 199309L
+#ifndef MHA_FAST
+#define MHA_FAST 1
+#endif
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +57,17 @@ static float uniform(float lim) { /* in [-lim, lim] */
     rng = rng * 1664525u + 1013904223u;
     return lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
 }
-static float *filled(size_t count, float lim) {
-    float *p = (float *)malloc(count * sizeof(float));
-    size_t i;
+static void *alloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
     if (!p) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
+    return p;
+}
+static float *filled(size_t count, float lim) {
+    float *p = (float *)alloc(count * sizeof(float));
+    size_t i;
     for (i = 0; i < count; ++i) p[i] = uniform(lim);
     return p;
 }
@@ -67,26 +83,116 @@ static double flops(const shape_row *r) {
     return f;
 }
 
+/* The FMA peak of one core: 12 independent chains of vector FMAs, in registers. */
+#define PEAK_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+static double peak_gflops(void) {
+    const long iters = 20000000;
+    mha__v a = mha__vset(1.0000001f), b = mha__vset(-1e-7f);
+    float lanes[MHA__VL];
+    double t, best = 1e30;
+    long it;
+    int rep;
+#define PEAK_DECL(i) mha__v c##i = mha__vset((float)(i));
+#define PEAK_FMA(i) c##i = mha__vfma(c##i, a, b);
+#define PEAK_SUM(i) c0 = mha__vadd(c0, c##i);
+    for (rep = 0; rep < 3; ++rep) {
+        PEAK_CHAINS(PEAK_DECL)
+        t = now();
+        for (it = 0; it < iters; ++it) {
+            PEAK_CHAINS(PEAK_FMA)
+        }
+        t = now() - t;
+        PEAK_CHAINS(PEAK_SUM)
+        mha__vstore(lanes, c0);
+        if (lanes[0] == 12345.0f) printf("?"); /* keeps the chains alive */
+        if (t < best) best = t;
+    }
+    return 2.0 * (double)iters * 12.0 * MHA__VL / best * 1e-9;
+}
+
+/* A parallel-for on 2 threads: this thread runs the even indices, a helper the odd. */
+typedef struct job {
+    mha_task task;
+    void *arg;
+    int32_t count, first;
+} job;
+static void *run_job(void *p) {
+    job *j = (job *)p;
+    int32_t i;
+    for (i = j->first; i < j->count; i += 2) j->task(j->arg, i);
+    return NULL;
+}
+static void two_threads(void *user, mha_task task, void *arg, int32_t count) {
+    pthread_t th;
+    job a, b;
+    (void)user;
+    a.task = b.task = task;
+    a.arg = b.arg = arg;
+    a.count = b.count = count;
+    a.first = 0;
+    b.first = 1;
+    if (count < 2 || pthread_create(&th, NULL, run_job, &b) != 0) {
+        a.first = 0;
+        b.count = 0;
+        for (a.first = 0; a.first < count; ++a.first) task(arg, a.first);
+        return;
+    }
+    run_job(&a);
+    pthread_join(th, NULL);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
+enum { FAST, FAST2, REF };
+/* Median (and *min) ms of repeated calls of one path, for `budget` seconds, 3 to 200 runs. */
+static double time_ms(int path, double budget, const mha_shape *sh, const mha_weights *w, const shape_row *r,
+                      const float *q, const float *k, const float *v, float *out, void *ws, size_t bytes,
+                      double *min) {
+    double times[200], t0, start = now();
+    size_t runs = 0;
+    mha_status st = MHA_OK;
+    while (runs < 200 && (runs < 3 || now() - start < budget)) {
+        t0 = now();
+        if (path == REF)
+            st = mha_forward_reference(sh, w, 1, r->n, r->m, q, k, v, NULL, out, NULL, ws, bytes);
+        else
+            st = mha_forward_parallel(sh, w, 1, r->n, r->m, q, k, v, NULL, out, NULL, ws, bytes,
+                                      path == FAST2 ? two_threads : NULL, NULL);
+        times[runs++] = now() - t0;
+        if (st != MHA_OK) {
+            fprintf(stderr, "bench: %s\n", mha_status_string(st));
+            exit(1);
+        }
+    }
+    qsort(times, runs, sizeof times[0], cmp_double);
+    if (min) *min = 1e3 * times[0];
+    return 1e3 * times[runs / 2];
+}
+
 int main(int argc, char **argv) {
-    double budget = argc > 1 ? atof(argv[1]) : 1.0;
-    size_t s;
-    printf("| shape | n | m | heads | median ms | min ms | GFLOP/s | workspace bytes |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
-    for (s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; ++s) {
+    double budget = argc > 1 ? atof(argv[1]) : 1.0, peak;
+    int packed = !(argc > 3 && strcmp(argv[3], "unpacked") == 0);
+    size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
+    fprintf(stderr, "bench: measuring the FMA peak...\n");
+    peak = peak_gflops();
+    printf("vector unit: %s; measured FMA peak of one core: %.1f GFLOP/s; weights %s\n", MHA__SIMD_NAME, peak,
+           packed ? "packed once (mha_pack_weights)" : "packed by each call");
+    printf("| shape | n | m | heads | median ms | min ms | GFLOP/s | %% of peak | 2 threads ms | speed-up 2 threads"
+           " | reference ms | fast / reference | workspace bytes | reference workspace bytes |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (s = 0; s < count; ++s) {
         const shape_row *r = &SHAPES[s];
         mha_shape sh = {0};
         mha_weights w = {0};
         mha_weight_counts c;
-        double times[200], t0, start;
-        size_t bytes, runs = 0;
+        size_t bytes, ref_bytes, pbytes;
+        double fast_ms, fast_min, two_ms, ref_ms, gf;
         float *q, *k, *v, *out;
-        void *ws;
-        if (argc > 2 && strcmp(argv[2], r->name) != 0) continue;
+        void *ws, *pack = NULL;
+        if (argc > 2 && strcmp(argv[2], r->name) != 0 && strcmp(argv[2], "all") != 0) continue;
         sh.heads = r->heads; sh.kv_heads = r->kv;
         sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
         sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
@@ -102,28 +208,34 @@ int main(int argc, char **argv) {
             w.a_k = filled(c.a_k, sqrtf(3.0f / (float)r->pq));
             w.a_v = filled(c.a_v, sqrtf(3.0f / (float)r->pa));
         }
+        pbytes = mha_packed_weights_size(&sh);
+        if (packed && pbytes > 0) {
+            pack = alloc(pbytes);
+            if (mha_pack_weights(&sh, &w, pack, pbytes) != MHA_OK) return 1;
+            w.packed = pack;
+        }
         q = filled((size_t)r->n * (size_t)r->dq, 1.0f);
         k = filled((size_t)r->m * (size_t)r->dk, 1.0f);
         v = filled((size_t)r->m * (size_t)r->dv, 1.0f);
         out = filled((size_t)r->n * (size_t)r->po, 0.0f);
         bytes = mha_workspace_size(&sh, 1, r->n, r->m);
-        ws = malloc(bytes);
-        if (!ws) return 1;
-        fprintf(stderr, "bench: shape %s (%zu of %zu)...\n", r->name, s + 1, sizeof SHAPES / sizeof SHAPES[0]);
-        start = now();
-        while (runs < 200 && (runs < 3 || now() - start < budget)) {
-            t0 = now();
-            if (mha_forward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, out, NULL, ws, bytes) != MHA_OK) return 1;
-            times[runs++] = now() - t0;
-        }
-        qsort(times, runs, sizeof times[0], cmp_double);
-        printf("| %s | %d | %d | %d | %.3f | %.3f | %.2f | %zu |\n", r->name, r->n, r->m, r->heads,
-               1e3 * times[runs / 2], 1e3 * times[0], flops(r) / times[runs / 2] * 1e-9, bytes);
+        ref_bytes = mha_reference_workspace_size(&sh, 1, r->n, r->m);
+        ws = alloc(bytes > ref_bytes ? bytes : ref_bytes);
+        fprintf(stderr, "bench: shape %s (%zu of %zu): fast path...\n", r->name, s + 1, count);
+        fast_ms = time_ms(FAST, budget, &sh, &w, r, q, k, v, out, ws, bytes, &fast_min);
+        fprintf(stderr, "bench: shape %s: fast path, 2 threads...\n", r->name);
+        two_ms = time_ms(FAST2, budget, &sh, &w, r, q, k, v, out, ws, bytes, NULL);
+        fprintf(stderr, "bench: shape %s: reference path...\n", r->name);
+        ref_ms = time_ms(REF, budget, &sh, &w, r, q, k, v, out, ws, ref_bytes, NULL);
+        gf = flops(r) / fast_ms * 1e-6;
+        printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | %.0f %% | %.3f | %.2f | %.3f | %.1f | %zu | %zu |\n",
+               r->name, r->n, r->m, r->heads, fast_ms, fast_min, gf, 100.0 * gf / peak, two_ms, fast_ms / two_ms,
+               ref_ms, ref_ms / fast_ms, bytes, ref_bytes);
         fflush(stdout);
         free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
         free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
         free((void *)w.a_q); free((void *)w.a_k); free((void *)w.a_v);
-        free(q); free(k); free(v); free(out); free(ws);
+        free(pack); free(q); free(k); free(v); free(out); free(ws);
     }
     return 0;
 }
