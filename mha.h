@@ -842,20 +842,20 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     for (k0 = 0; k0 < g->k || k0 == 0; k0 += MHA__KC) {
         int first = k0 == 0, acc = g->acc || !first;
         kl = g->k - k0 < MHA__KC ? g->k - k0 : MHA__KC;
-        for (q = 0; q * MHA__NR < g->cols; ++q) {
-            const float *bq = g->b + q * g->bps + k0 * MHA__NR;
-            cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
-            for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
-                const float *a = g->a + r0 * g->lda + k0;
-                size_t lda = g->lda;
+        for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
+            const float *a = g->a + r0 * g->lda + k0;
+            size_t lda = g->lda;
+            rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
+            if (rh < MHA__MR && g->tail) {
+                for (r = 0; r < MHA__MR; ++r)
+                    for (j = 0; j < kl; ++j) g->tail[r * kl + j] = r < rh ? a[r * lda + j] : 0.0f;
+                a = g->tail;
+                lda = kl;
+            }
+            for (q = 0; q * MHA__NR < g->cols; ++q) {
+                const float *bq = g->b + q * g->bps + k0 * MHA__NR;
                 float *c = g->c + r0 * g->ldc + q * g->cps;
-                rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
-                if (rh < MHA__MR && g->tail) {
-                    for (r = 0; r < MHA__MR; ++r)
-                        for (j = 0; j < kl; ++j) g->tail[r * kl + j] = r < rh ? a[r * lda + j] : 0.0f;
-                    a = g->tail;
-                    lda = kl;
-                }
+                cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
                 if (rh == MHA__MR && cw == MHA__NR) {
                     if (!acc && g->bias)
                         for (r = 0; r < MHA__MR; ++r)
