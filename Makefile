@@ -37,6 +37,21 @@ FUZZ_SECONDS ?= 60
 # the suite's programs, as tests/run.sh runs them
 PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
            $(BUILD)/test_mathf
+# The fast path (MHA_FAST 1): test_fast against the reference, once per vector
+# unit, and the whole suite once more on the fast path. The SIMD builds run
+# only where the CPU has the instructions (tests/if_cpu.sh).
+ifeq ($(shell uname -m),x86_64)
+FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512
+FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
+           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast"
+FASTMHA  = -mavx2 -mfma
+else
+FASTSIMD =
+FASTRUN  = $(BUILD)/test_mha_fast
+FASTMHA  =
+endif
+FASTDEP  = tests/test_fast.c $(TESTDEP)
+PROGRAMS += $(BUILD)/test_fast $(FASTRUN)
 EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
@@ -45,7 +60,7 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
         install clean
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
-     $(CONTRACT) $(EXBINS)
+     $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -66,6 +81,19 @@ $(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
 
 $(BUILD)/test_mathf: tests/test_mathf.c $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $< -o $@ $(LDLIBS)
+
+$(BUILD)/test_fast: $(FASTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_NO_SIMD=1 -Itests $< -o $@ $(LDLIBS)
+
+$(BUILD)/test_fast_avx2: $(FASTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -mavx2 -mfma -Itests $< -o $@ $(LDLIBS)
+
+$(BUILD)/test_fast_avx512: $(FASTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -mavx512f -mfma -Itests $< -o $@ $(LDLIBS)
+
+$(BUILD)/test_mha_fast: $(SUITEDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(SUITE) -o $@ \
+	    $(LDLIBS)
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
@@ -134,8 +162,10 @@ refcheck: | $(BUILD)
 	    -o $(BUILD)/test_mha_fresh $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/test_mha_fresh
 
+# The benchmark is built for this machine's vector unit (BENCHFLAGS).
+BENCHFLAGS ?= -O2 -march=native
 $(BUILD)/bench: bench/bench.c mha.h | $(BUILD)
-	$(CC) -O2 -std=c99 -Wall -Wextra -Werror $< -o $@ $(LDLIBS)
+	$(CC) $(BENCHFLAGS) -std=c99 -Wall -Wextra -Werror $< -o $@ $(LDLIBS) -pthread
 
 bench: $(BUILD)/bench
 	$(BUILD)/bench

@@ -70,16 +70,18 @@ static void test_reference_vectors(void) {
                (double)groups[g].worst_abs, (double)(groups[g].worst / TOL));
 }
 
-/* mha_forward agrees with mha_head -> mha_concat -> mha_output, for every
-   reference case whose mask mha_head can express (none, or [batch] lengths). */
+/* The reference path (mha_forward_reference, which is mha_forward under
+   MHA_FAST 0) agrees bit for bit with mha_head -> mha_concat -> mha_output,
+   for every reference case whose mask mha_head can express (none, or [batch]
+   lengths). */
 static void test_composition(void) {
     int c, checked = 0;
     for (c = 0; c < REF_CASE_COUNT; ++c) {
         const ref_case *rc = &ref_cases[c];
         const mha_shape *s = &rc->shape;
         size_t n_out = (size_t)rc->batch * (size_t)rc->n * (size_t)s->p_o;
-        size_t bytes = mha_workspace_size(s, rc->batch, rc->n, rc->m);
-        size_t head_bytes = mha_workspace_size(s, 1, 1, rc->m);
+        size_t bytes = mha_reference_workspace_size(s, rc->batch, rc->n, rc->m);
+        size_t head_bytes = mha_reference_workspace_size(s, 1, 1, rc->m);
         float *fwd, *cmp, *heads, *cat;
         const float *hp[64];
         void *ws;
@@ -96,8 +98,8 @@ static void test_composition(void) {
         cat = (float *)malloc((size_t)s->heads * (size_t)s->p_v * sizeof(float));
         ws = malloc(bytes > head_bytes ? bytes : head_bytes);
         CHECK(head_bytes <= bytes, "%s: head workspace larger than forward's", rc->name);
-        ok &= mha_forward(s, &rc->w, rc->batch, rc->n, rc->m, rc->queries, rc->keys, rc->values, &rc->mask, fwd,
-                          NULL, ws, bytes) == MHA_OK;
+        ok &= mha_forward_reference(s, &rc->w, rc->batch, rc->n, rc->m, rc->queries, rc->keys, rc->values,
+                                    &rc->mask, fwd, NULL, ws, bytes) == MHA_OK;
         for (b = 0; b < rc->batch; ++b) {
             const float *k = rc->keys + (size_t)b * (size_t)rc->m * (size_t)s->d_k;
             const float *v = rc->values + (size_t)b * (size_t)rc->m * (size_t)s->d_v;
@@ -481,7 +483,9 @@ static void test_workspace(void) {
     ref = (float *)malloc(n_out * sizeof(float));
     CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "workspace: forward");
     memcpy(ref, p.out, n_out * sizeof(float));
-    CHECK(p.ws_bytes == MHA_WORKSPACE_BYTES(4, 2, 3, 4, 5, 5, 5), "MHA_WORKSPACE_BYTES equals mha_workspace_size");
+    CHECK(p.ws_bytes == MHA_WORKSPACE_BYTES(4, 2, 3, 4, 5, 5, 5) &&
+              mha_reference_workspace_size(&s, 2, 3, 5) == p.ws_bytes,
+          "MHA_WORKSPACE_BYTES equals mha_workspace_size and mha_reference_workspace_size (additive)");
     CHECK(mha_workspace_size(&s, 1, 1, 5) == p.ws_bytes && mha_workspace_size(&s, 9, 99, 5) == p.ws_bytes,
           "workspace does not depend on batch or n");
     buf = (unsigned char *)malloc(p.ws_bytes + 64 + 64);

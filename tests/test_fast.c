@@ -1,0 +1,360 @@
+/* The fast path (MHA_FAST 1) against the reference path, which is always
+   compiled and serves as the oracle. Built once per vector unit: the portable
+   code (MHA_NO_SIMD 1) and each SIMD path the compiler offers (make test
+   runs those that this CPU can execute).
+     - 240 random problems: sizes from {1, 3, 15, 17, 31, 33, 63, 65, 127}
+       and others, every mask kind, GQA, additive scoring, batch > 1, with and
+       without attn; out and attn within the core tolerance of the reference;
+     - the reference's rules on non-finite values (masked keys with inf
+       values, +inf and NaN scores, rows with every key masked);
+     - mha_forward_parallel: bit for bit the result of mha_forward for any
+       parallel-for (reversed, two threads' interleaving);
+     - packed weights: same result as unpacked, checked against the shape;
+     - workspace: exact size, any alignment, no n x m term;
+     - the vector exp: its error bound over [-87.34, 88], exact 0 below,
+       and -inf, NaN and subnormal inputs. */
+#define MHA_FAST 1
+#define MHA_IMPLEMENTATION
+#include "test_util.h"
+
+#define TOL 1e-5f
+
+static const int32_t SIZES[] = {1, 3, 15, 17, 31, 33, 63, 65, 127};
+static int32_t pick_size(int32_t cap) {
+    int32_t s;
+    do {
+        s = tu_next() % 4 == 0 ? (int32_t)(1 + tu_next() % 40) : SIZES[tu_next() % 9];
+    } while (s > cap);
+    return s;
+}
+
+/* A parallel-for that runs the tasks in reverse order: a different schedule
+   must not change a bit of the result. */
+static void reversed(void *user, mha_task task, void *arg, int32_t count) {
+    int32_t i;
+    ++*(int *)user;
+    for (i = count - 1; i >= 0; --i) task(arg, i);
+}
+/* odd indices first, then even: what two workers interleaving could do */
+static void interleaved(void *user, mha_task task, void *arg, int32_t count) {
+    int32_t i;
+    (void)user;
+    for (i = 1; i < count; i += 2) task(arg, i);
+    for (i = 0; i < count; i += 2) task(arg, i);
+}
+
+typedef struct stats {
+    int problems, with_attn, masked, gqa, additive, batched, checked_ok;
+    float worst; /* error / allowed, worst seen */
+} stats;
+
+/* One random problem, fast against reference; returns 1 when it agrees. */
+static int one_problem(stats *st, int index) {
+    mha_shape s = {0};
+    tu_problem p;
+    mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
+    int32_t kvh, i, *lens = NULL, kinds;
+    size_t n_out, n_attn, ref_bytes, j;
+    float *ref_out, *ref_attn, *fast_out, *fast_attn, err, allow, ea;
+    uint8_t *keep = NULL;
+    float *bias = NULL;
+    void *ref_ws;
+    int want_attn, ok = 1;
+    mha_status a, b;
+    s.heads = 1 + (int32_t)(tu_next() % 4);
+    kvh = s.heads;
+    if (tu_next() % 3 == 0) { /* grouped-query: a divisor of heads */
+        do kvh = 1 + (int32_t)(tu_next() % (uint32_t)s.heads);
+        while (s.heads % kvh != 0);
+    }
+    s.kv_heads = tu_next() % 2 ? kvh : (kvh == s.heads ? 0 : kvh);
+    s.d_q = pick_size(127);
+    s.d_k = tu_next() % 2 ? s.d_q : pick_size(65);
+    s.d_v = tu_next() % 2 ? s.d_k : pick_size(65);
+    s.p_q = s.p_k = pick_size(65);
+    s.p_v = pick_size(65);
+    s.p_o = pick_size(127);
+    if (index % 6 == 5) { /* additive scoring */
+        s.score = MHA_SCORE_ADDITIVE;
+        s.p_a = pick_size(33);
+        s.p_k = pick_size(33);
+        ++st->additive;
+    }
+    if (tu_next() % 4 == 0) s.scale = tu_uniform(0.05f, 2.0f);
+    tu_problem_make(&p, &s, 1 + (int32_t)(tu_next() % 3), pick_size(127), tu_next() % 16 == 0 ? 0 : pick_size(127),
+                    (int)(tu_next() % 4 != 0));
+    if (p.batch > 1) ++st->batched;
+    if (kvh != s.heads) ++st->gqa;
+    kinds = (int32_t)(tu_next() % 16); /* bit 0 lengths, 1 causal, 2 keep, 3 bias */
+    if (kinds & 1) {
+        mask.valid_lens_per_query = (int32_t)(tu_next() % 2);
+        j = (size_t)p.batch * (mask.valid_lens_per_query ? (size_t)p.n : 1);
+        lens = (int32_t *)malloc(j * sizeof(int32_t));
+        for (i = 0; i < (int32_t)j; ++i) lens[i] = (int32_t)(tu_next() % (uint32_t)(p.m + 1));
+        mask.valid_lens = lens;
+    }
+    if (kinds & 2) {
+        mask.causal = 1;
+        mask.causal_offset = (int32_t)(tu_next() % 5) - 2 + (tu_next() % 2 ? p.m - p.n : 0);
+    }
+    j = (size_t)p.batch * (size_t)p.n * (size_t)p.m;
+    if (kinds & 4) {
+        keep = (uint8_t *)malloc(j ? j : 1);
+        for (i = 0; i < (int32_t)j; ++i) keep[i] = (uint8_t)(tu_next() % 5 != 0);
+        if (j >= (size_t)p.m) memset(keep, 0, (size_t)p.m); /* the first row sees nothing */
+        mask.keep = keep;
+    }
+    if (kinds & 8) {
+        bias = tu_floats(j, 2.0f);
+        for (i = 0; i < (int32_t)j; ++i)
+            if (tu_next() % 7 == 0) bias[i] = -INFINITY;
+        mask.bias = bias;
+    }
+    if (kinds) ++st->masked;
+    want_attn = (int)(tu_next() % 3 == 0);
+    st->with_attn += want_attn;
+    n_out = (size_t)p.batch * (size_t)p.n * (size_t)s.p_o;
+    n_attn = j * (size_t)s.heads;
+    ref_out = (float *)calloc(n_out + 1, sizeof(float));
+    fast_out = (float *)calloc(n_out + 1, sizeof(float));
+    ref_attn = (float *)calloc(n_attn + 1, sizeof(float));
+    fast_attn = (float *)calloc(n_attn + 1, sizeof(float));
+    ref_bytes = mha_reference_workspace_size(&s, p.batch, p.n, p.m);
+    ref_ws = malloc(ref_bytes);
+    a = mha_forward_reference(&s, &p.w, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, ref_out,
+                              want_attn ? ref_attn : NULL, ref_ws, ref_bytes);
+    b = mha_forward(&s, &p.w, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, fast_out, want_attn ? fast_attn : NULL, p.ws,
+                    p.ws_bytes);
+    err = tu_max_diff(fast_out, ref_out, n_out);
+    allow = TOL * (1.0f + tu_max_abs(ref_out, n_out));
+    ea = want_attn ? tu_max_diff(fast_attn, ref_attn, n_attn) : 0.0f;
+    ok = a == MHA_OK && b == MHA_OK && err <= allow && ea <= TOL * 2.0f;
+    CHECK(ok, "random problem %d agrees with the reference", index);
+    if (!ok)
+        printf("problem %d: h %d kv %d d %d/%d/%d p %d/%d/%d/%d pa %d batch %d n %d m %d masks %d attn %d: "
+               "status %d/%d, out error %g (allowed %g), attn error %g\n",
+               index, s.heads, s.kv_heads, s.d_q, s.d_k, s.d_v, s.p_q, s.p_k, s.p_v, s.p_o, s.p_a, p.batch, p.n, p.m,
+               kinds, want_attn, (int)a, (int)b, (double)err, (double)allow, (double)ea);
+    if (err / allow > st->worst) st->worst = err / allow;
+    ++st->problems;
+    free(ref_out); free(fast_out); free(ref_attn); free(fast_attn); free(ref_ws);
+    free(lens); free(keep); free(bias);
+    tu_problem_free(&p);
+    return ok;
+}
+
+static void test_random_problems(void) {
+    stats st;
+    int i, ok = 0;
+    memset(&st, 0, sizeof st);
+    tu_seed(20261202u);
+    for (i = 0; i < 240; ++i) ok += one_problem(&st, i);
+    printf("%s: %d of %d random problems agree (%d masked, %d GQA, %d additive, %d batch > 1, %d with attn): "
+           "worst error %.3g of the tolerance\n",
+           MHA__SIMD_NAME, ok, st.problems, st.masked, st.gqa, st.additive, st.batched, st.with_attn, (double)st.worst);
+}
+
+/* Both paths on one problem with hand-set values; 1 if out (and attn) agree
+   in the same NaN places and within tolerance elsewhere. */
+static int same_as_reference(tu_problem *p, const mha_mask *mask, int with_attn, const char *what) {
+    size_t n_out = (size_t)p->batch * (size_t)p->n * (size_t)p->s.p_o;
+    size_t n_attn = (size_t)p->batch * (size_t)p->s.heads * (size_t)p->n * (size_t)p->m, i;
+    size_t rb = mha_reference_workspace_size(&p->s, p->batch, p->n, p->m);
+    float *ro = (float *)calloc(n_out, sizeof(float)), *ra = (float *)calloc(n_attn + 1, sizeof(float));
+    float *fo = (float *)calloc(n_out, sizeof(float)), *fa = (float *)calloc(n_attn + 1, sizeof(float));
+    void *rws = malloc(rb);
+    int ok = mha_forward_reference(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, mask, ro,
+                                   with_attn ? ra : NULL, rws, rb) == MHA_OK &&
+             mha_forward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, mask, fo, with_attn ? fa : NULL, p->ws,
+                         p->ws_bytes) == MHA_OK;
+    float allow = TOL * (1.0f + 1e3f);
+    for (i = 0; i < n_out; ++i)
+        ok &= (ro[i] != ro[i]) == (fo[i] != fo[i]) && (ro[i] != ro[i] || fabsf(ro[i] - fo[i]) <= allow);
+    for (i = 0; with_attn && i < n_attn; ++i)
+        ok &= (ra[i] != ra[i]) == (fa[i] != fa[i]) && (ra[i] != ra[i] || fabsf(ra[i] - fa[i]) <= TOL * 2.0f);
+    CHECK(ok, "non-finite rules: %s", what);
+    free(ro); free(ra); free(fo); free(fa); free(rws);
+    return ok;
+}
+
+static void test_non_finite(void) {
+    mha_shape s = {0};
+    tu_problem p;
+    mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
+    int32_t lens[2] = {5, 0}, w;
+    size_t i;
+    s.heads = 2; s.d_q = s.d_k = s.d_v = 6; s.p_q = s.p_k = 4; s.p_v = 3; s.p_o = 5;
+    tu_seed(7u);
+    for (w = 0; w < 2; ++w) {
+        tu_problem_make(&p, &s, 2, 4, 40, 1);
+        /* values of key 30 of batch 0 are +inf, keys >= 5 are masked: no NaN may reach out */
+        for (i = 0; i < 6; ++i) p.v[30 * 6 + i] = INFINITY;
+        mask.valid_lens = lens;
+        same_as_reference(&p, &mask, w, w ? "inf values behind a valid length, attn" : "inf values behind a valid length");
+        CHECK(tu_all_finite(p.out, 2 * 4 * 5), "masked inf values leave out finite");
+        /* a huge query: scores of +inf, the +inf keys share the weight */
+        for (i = 0; i < 6; ++i) p.q[i] = 3e37f;
+        mask.valid_lens = NULL;
+        for (i = 0; i < 6; ++i) p.v[30 * 6 + i] = 1.0f;
+        same_as_reference(&p, &mask, w, "scores of +inf");
+        /* a NaN key at a visible position: that row is NaN on both paths */
+        p.k[3] = NAN;
+        same_as_reference(&p, &mask, w, "a NaN key");
+        p.k[3] = 0.5f;
+        /* every key masked for one batch entry: out = b_o there */
+        mask.valid_lens = lens;
+        same_as_reference(&p, &mask, w, "rows with every key masked");
+        tu_problem_free(&p);
+    }
+}
+
+static void test_parallel_and_packed(void) {
+    mha_shape s = {0};
+    tu_problem p;
+    mha_mask mask = {1, 3, NULL, 0, NULL, NULL};
+    size_t n_out, pbytes;
+    float *base, *other;
+    void *pack;
+    int calls = 0;
+    mha_weights pw;
+    s.heads = 6; s.kv_heads = 2; s.d_q = 70; s.d_k = 33; s.d_v = 65; s.p_q = s.p_k = 17; s.p_v = 31; s.p_o = 63;
+    tu_seed(99u);
+    tu_problem_make(&p, &s, 2, 131, 257, 1);
+    n_out = (size_t)2 * 131 * 63;
+    base = (float *)malloc(n_out * sizeof(float));
+    other = (float *)malloc(n_out * sizeof(float));
+    CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "parallel: serial run");
+    memcpy(base, p.out, n_out * sizeof(float));
+    CHECK(mha_forward_parallel(&s, &p.w, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes, reversed,
+                               &calls) == MHA_OK && calls > 0,
+          "parallel: reversed schedule runs (%d parallel-for calls)", calls);
+    CHECK(memcmp(base, other, n_out * sizeof(float)) == 0, "parallel: reversed schedule, bit for bit");
+    CHECK(mha_forward_parallel(&s, &p.w, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes,
+                               interleaved, NULL) == MHA_OK &&
+              memcmp(base, other, n_out * sizeof(float)) == 0,
+          "parallel: interleaved schedule, bit for bit");
+
+    pbytes = mha_packed_weights_size(&s);
+    pack = malloc(pbytes + 1);
+    CHECK(pbytes > 0, "packed: a size for a valid shape");
+    CHECK(mha_pack_weights(&s, &p.w, pack, pbytes - 1) == MHA_ERR_WORKSPACE, "packed: buffer one byte short");
+    CHECK(mha_pack_weights(&s, &p.w, NULL, pbytes) == MHA_ERR_WORKSPACE, "packed: NULL buffer");
+    CHECK(mha_pack_weights(&s, &p.w, (char *)pack + 1, pbytes) == MHA_OK, "packed: any alignment");
+    pw = p.w;
+    pw.packed = (char *)pack + 1;
+    CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              memcmp(base, other, n_out * sizeof(float)) == 0,
+          "packed: same result, bit for bit");
+    s.p_o = 62;
+    CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "packed: weights packed for another shape are refused");
+    s.p_o = 63;
+    memset(pack, 0, pbytes + 1);
+    CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "packed: a buffer that was never packed is refused");
+    free(pack);
+    free(base);
+    free(other);
+    tu_problem_free(&p);
+}
+
+static void test_workspace(void) {
+    mha_shape s = {0};
+    tu_problem p;
+    unsigned char *buf;
+    size_t big, bigger, scores;
+    int off, ok = 1;
+    s.heads = 8; s.d_q = s.d_k = s.d_v = 512; s.p_q = s.p_k = s.p_v = 64; s.p_o = 512;
+    big = mha_workspace_size(&s, 1, 1024, 1024);
+    scores = (size_t)8 * 1024 * 1024 * sizeof(float);
+    CHECK(big > 0 && big < scores / 8, "workspace at L (n = m = 1024, h 8): %lu bytes < 1/8 of the score matrices (%lu)",
+          (unsigned long)big, (unsigned long)(scores / 8));
+    bigger = mha_workspace_size(&s, 1, 4096, 4096);
+    CHECK(bigger < 5 * big, "no n x m term: n = m = 4096 needs %lu bytes (n = m = 1024: %lu)", (unsigned long)bigger,
+          (unsigned long)big);
+    printf("workspace at shape L: %lu bytes; score matrices %lu bytes\n", (unsigned long)big, (unsigned long)scores);
+    s.heads = 3; s.d_q = 20; s.d_k = s.d_v = 9; s.p_q = s.p_k = 5; s.p_v = 7; s.p_o = 4;
+    tu_seed(5u);
+    tu_problem_make(&p, &s, 2, 30, 50, 1);
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "workspace: exact size");
+    CHECK(mha_forward(&s, &p.w, 2, 30, 50, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes - 1) ==
+              MHA_ERR_WORKSPACE,
+          "workspace: one byte short");
+    buf = (unsigned char *)malloc(p.ws_bytes + 192);
+    for (off = 0; off < 64; off += 7) {
+        size_t i;
+        memset(buf, 0x5A, p.ws_bytes + 192);
+        ok &= mha_forward(&s, &p.w, 2, 30, 50, p.q, p.k, p.v, NULL, p.out, NULL, buf + 64 + off, p.ws_bytes) == MHA_OK;
+        for (i = 0; i < (size_t)(64 + off); ++i) ok &= buf[i] == 0x5A;
+        for (i = 64 + (size_t)off + p.ws_bytes; i < p.ws_bytes + 192; ++i) ok &= buf[i] == 0x5A;
+    }
+    CHECK(ok, "workspace: any alignment, nothing written outside it");
+    free(buf);
+    tu_problem_free(&p);
+}
+
+/* ulp distance of f from the double d (in units of f's spacing near d) */
+static double ulp_err(float f, double d) {
+    double spacing;
+    int e;
+    if (d == 0.0) return f == 0.0f ? 0.0 : 1e9;
+    frexp(d, &e);
+    spacing = ldexp(1.0, e - 24);
+    if (fabs(d) < 1.1754943508222875e-38) spacing = ldexp(1.0, -149);
+    return fabs((double)f - d) / spacing;
+}
+
+static float vexp1(float x) {
+    float in[MHA__VL], out[MHA__VL];
+    int l;
+    for (l = 0; l < MHA__VL; ++l) in[l] = x;
+    mha__vstore(out, mha__vexp(mha__vload(in)));
+    return out[0];
+}
+
+static void test_vexp(void) {
+    double worst = 0.0, at = 0.0, e;
+    float x, y;
+    uint32_t u, bits_lo;
+    int below_zero = 1;
+    /* every 331st float of [-87.33654, 88] (about 3 million points) */
+    for (x = -87.33654f; x <= 88.0f; x = nextafterf(x, 100.0f)) {
+        float in[MHA__VL], out[MHA__VL];
+        int l;
+        for (l = 0; l < MHA__VL && x <= 88.0f; ++l) {
+            in[l] = x;
+            for (u = 0; u < 331; ++u) x = nextafterf(x, 100.0f);
+        }
+        for (; l < MHA__VL; ++l) in[l] = 0.0f;
+        mha__vstore(out, mha__vexp(mha__vload(in)));
+        for (l = 0; l < MHA__VL; ++l) {
+            e = ulp_err(out[l], exp((double)in[l]));
+            if (e > worst) worst = e, at = in[l];
+        }
+    }
+    printf("vector exp (%s): max error %.3f ulp on [-87.34, 88] (at x = %.9g)\n", MHA__SIMD_NAME, worst, at);
+    CHECK(worst <= 2.0, "vector exp within 2 ulp: %.3f", worst);
+    y = nextafterf(-87.33654475f, -INFINITY); /* the float below the threshold */
+    memcpy(&bits_lo, &y, 4);
+    for (u = 0; u < 4096; ++u) { /* below ln(FLT_MIN): exactly 0, never subnormal */
+        float f;
+        uint32_t b = bits_lo + u * 4099u;
+        memcpy(&f, &b, 4);
+        if (f == f) below_zero &= vexp1(f) == 0.0f;
+    }
+    CHECK(below_zero && vexp1(-1e30f) == 0.0f && vexp1(-INFINITY) == 0.0f, "vector exp: 0 below ln(FLT_MIN) and at -inf");
+    y = vexp1(NAN);
+    CHECK(y != y, "vector exp: NaN stays NaN");
+    CHECK(vexp1(0.0f) == 1.0f && vexp1(-0.0f) == 1.0f && vexp1(1e-40f) == 1.0f && vexp1(-1e-40f) == 1.0f,
+          "vector exp: exp(0) and exp(subnormal) are exactly 1");
+}
+
+int main(void) {
+    printf("fast path: %s, MR %d, NR %d\n", MHA__SIMD_NAME, MHA__MR, MHA__NR);
+    test_random_problems();
+    test_non_finite();
+    test_parallel_and_packed();
+    test_workspace();
+    test_vexp();
+    return tu_summary();
+}
