@@ -668,6 +668,10 @@ typedef __m512 mha__v;
 #define mha__vadd(a, b) _mm512_add_ps(a, b)
 #define mha__vsub(a, b) _mm512_sub_ps(a, b)
 #define mha__vmax(a, b) _mm512_max_ps(a, b)
+#define mha__vmin(a, b) _mm512_min_ps(a, b)
+#define mha__vdiv(a, b) _mm512_div_ps(a, b)
+/* t where a < b, else f */
+#define mha__vselect_lt(a, b, t, f) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), f, t)
 /* 2^k for integral k in [-126, 127] */
 #define mha__vpow2(k) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23))
 #define mha__vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -692,6 +696,9 @@ typedef __m256 mha__v;
 #define mha__vadd(a, b) _mm256_add_ps(a, b)
 #define mha__vsub(a, b) _mm256_sub_ps(a, b)
 #define mha__vmax(a, b) _mm256_max_ps(a, b)
+#define mha__vmin(a, b) _mm256_min_ps(a, b)
+#define mha__vdiv(a, b) _mm256_div_ps(a, b)
+#define mha__vselect_lt(a, b, t, f) _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ))
 #define mha__vpow2(k) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23))
 #define mha__vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define mha__vzero_below(y, x, lo) _mm256_and_ps(y, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ))
@@ -713,6 +720,9 @@ typedef float32x4_t mha__v;
 #define mha__vadd(a, b) vaddq_f32(a, b)
 #define mha__vsub(a, b) vsubq_f32(a, b)
 #define mha__vmax(a, b) vmaxq_f32(a, b)
+#define mha__vmin(a, b) vminq_f32(a, b)
+#define mha__vdiv(a, b) vdivq_f32(a, b)
+#define mha__vselect_lt(a, b, t, f) vbslq_f32(vcltq_f32(a, b), t, f)
 #define mha__vpow2(k) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23))
 #define mha__vround(x) vrndnq_f32(x)
 #define mha__vzero_below(y, x, lo) vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, lo)))
@@ -736,6 +746,11 @@ MHA__PRIVATE mha__v mha__vmul(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] * b
 MHA__PRIVATE mha__v mha__vadd(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] + b.f[l]); }
 MHA__PRIVATE mha__v mha__vsub(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] - b.f[l]); }
 MHA__PRIVATE mha__v mha__vmax(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] > b.f[l] ? a.f[l] : b.f[l]); }
+MHA__PRIVATE mha__v mha__vmin(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] < b.f[l] ? a.f[l] : b.f[l]); }
+MHA__PRIVATE mha__v mha__vdiv(mha__v a, mha__v b) { MHA__VOP(r.f[l] = a.f[l] / b.f[l]); }
+MHA__PRIVATE mha__v mha__vselect_lt(mha__v a, mha__v b, mha__v t, mha__v f) {
+    MHA__VOP(r.f[l] = a.f[l] < b.f[l] ? t.f[l] : f.f[l]);
+}
 MHA__PRIVATE mha__v mha__vround(mha__v x) { /* to the nearest integer, halves away from 0 */
     MHA__VOP(r.f[l] = x.f[l] > -8388608.0f && x.f[l] < 8388608.0f /* NaN and huge: 0 */
                           ? (float)(int32_t)(x.f[l] + (x.f[l] < 0.0f ? -0.5f : 0.5f))
@@ -774,6 +789,30 @@ MHA__PRIVATE mha__v mha__vexp(mha__v x) {
     q = mha__vfma(q, r, mha__vset(0.5f));
     q = mha__vadd(mha__vfma(mha__vmul(r, r), q, r), mha__vset(1.0f));
     return mha__vzero_below(mha__vmul(q, mha__vpow2(k)), x, lo);
+}
+
+/* tanh x on vectors: the scheme of mha__tanhf, without branches. The odd
+   Taylor polynomial where x^2 < 0.3025 (|x| < 0.55), else the sign of x times
+   1 - 2 / (e^2|x| + 1) with |x| clamped to 9.5 (beyond, tanh is +-1 in
+   fp32); NaN stays NaN.
+   Measured error: tests/test_fast.c. */
+MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
+    mha__v z = mha__vmul(x, x), t = mha__vset(-2.3912911e-4f), e;
+    t = mha__vfma(t, z, mha__vset(5.9002744e-4f));
+    t = mha__vfma(t, z, mha__vset(-1.4558344e-3f));
+    t = mha__vfma(t, z, mha__vset(3.5921280e-3f));
+    t = mha__vfma(t, z, mha__vset(-8.8632355e-3f));
+    t = mha__vfma(t, z, mha__vset(2.1869490e-2f));
+    t = mha__vfma(t, z, mha__vset(-5.3968254e-2f));
+    t = mha__vfma(t, z, mha__vset(1.3333334e-1f));
+    t = mha__vfma(t, z, mha__vset(-3.3333334e-1f));
+    t = mha__vfma(mha__vmul(x, z), t, x);
+    e = mha__vmax(x, mha__vsub(mha__vset(0.0f), x));  /* |x|; NaN stays NaN */
+    e = mha__vmin(mha__vset(9.5f), e);                   /* likewise */
+    e = mha__vexp(mha__vadd(e, e));
+    e = mha__vsub(mha__vset(1.0f), mha__vdiv(mha__vset(2.0f), mha__vadd(e, mha__vset(1.0f))));
+    e = mha__vselect_lt(x, mha__vset(0.0f), mha__vsub(mha__vset(0.0f), e), e);
+    return mha__vselect_lt(z, mha__vset(0.3025f), t, e);
 }
 
 /* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : 0) + a b, with
@@ -887,6 +926,7 @@ typedef struct mha__fast {
     const float *wq, *wk, *wv, *wo;       /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
     float *pq, *pk, *pv, *po;             /* where they are packed when w->packed is NULL */
     float *kp, *kt, *vt, *tail, *slot;    /* K [m][p_k]; K^T and V as packed panels; A tail; slots */
+    float *akt, *paq;                     /* additive: (A_k^(i) K^T) [p_a][mr], packed A_q^(i) */
     size_t b, g, i, slot_floats;
     int vbad;                             /* V of kv head g has a value that is not finite */
 } mha__fast;
@@ -897,17 +937,17 @@ typedef struct mha__fast {
    set, also its parts. Every part starts 64-byte aligned. */
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
     const mha__ctx *c = f->c;
-    size_t sz[9], t = 0, k, r, tiles;
-    float **ptr[9];
+    size_t sz[11], t = 0, k, r, tiles;
+    float **ptr[11];
     f->pqr = MHA__UP(c->pq, MHA__NR);
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pvr = MHA__UP(c->pv, MHA__NR);
     f->por = MHA__UP(c->po, MHA__NR);
-    f->mr = MHA__UP(c->m, MHA__KB);
+    f->mr = MHA__UP(c->m, MHA__NR);
     f->qr = c->n < MHA__QR ? MHA__UP(c->n, MHA__MR) : MHA__QR;
     tiles = (c->n + f->qr - 1) / f->qr;
     f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
-    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(c->pq, f->pvr), MHA__KB + 2));
+    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, f->pvr), c->pa), MHA__KB + 2));
     sz[0] = mha__mul(f->pqr, c->dq);
     sz[1] = mha__mul(f->pkr, c->dk);
     sz[2] = mha__mul(f->pvr, c->dv);
@@ -917,9 +957,11 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
     sz[6] = mha__mul(f->mr, f->pvr);
     sz[7] = MHA__MR * MHA__KC;
     sz[8] = mha__mul(f->slots, f->slot_floats);
+    sz[9] = mha__mul(c->pa, f->mr);
+    sz[10] = mha__mul(MHA__UP(c->pa, MHA__NR), c->pq);
     ptr[0] = &f->pq; ptr[1] = &f->pk; ptr[2] = &f->pv; ptr[3] = &f->po; ptr[4] = &f->kp;
-    ptr[5] = &f->kt; ptr[6] = &f->vt; ptr[7] = &f->tail; ptr[8] = &f->slot;
-    for (k = 0; k < 9; ++k) {
+    ptr[5] = &f->kt; ptr[6] = &f->vt; ptr[7] = &f->tail; ptr[8] = &f->slot; ptr[9] = &f->akt; ptr[10] = &f->paq;
+    for (k = 0; k < 11; ++k) {
         if (c->ws) *ptr[k] = c->ws + t;
         r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
         t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
@@ -1087,6 +1129,24 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
     mha__gemm(&g);
 }
 
+/* Additive scores of rows r < rv for keys j0 .. j0+cp-1 into st:
+   w_a . tanh(A_q q + A_k k_j), summed over a in the reference's order, one
+   vector of keys at a time. */
+MHA__PRIVATE void mha__fast_additive(const mha__fast *f, const float *aq, size_t rv, size_t j0, size_t cp, float *st) {
+    const mha__ctx *c = f->c;
+    const float *wa = c->w->a_v + f->i * c->pa;
+    size_t r, j, a;
+    for (r = 0; r < rv; ++r)
+        for (j = 0; j < cp; j += MHA__VL) {
+            mha__v acc = mha__vset(0.0f), x;
+            for (a = 0; a < c->pa; ++a) {
+                x = mha__vadd(mha__vset(aq[r * c->pa + a]), mha__vload(f->akt + a * f->mr + j0 + j));
+                acc = mha__vfma(mha__vset(wa[a]), mha__vtanh(x), acc);
+            }
+            mha__vstore(st + r * MHA__KB + j, acc);
+        }
+}
+
 /* Query tile `tile` (rows t0 .. t0+QR-1 of batch entry f->b) for head f->i,
    in scratch slot s: the projected queries qt [QR][p_q], a block of scores
    or weights st [QR][KB], the output accumulator ot [QR][pvr], the running
@@ -1099,7 +1159,8 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     const mha_mask *mask = c->mask;
     const size_t R = f->qr, KB = MHA__KB, m = c->m, pvr = f->pvr, t0 = tile * R, i = f->i;
     const size_t rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
-    float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *mx = ot + R * pvr, *l = mx + R;
+    float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *mx = ot + R * pvr, *l = mx + R, *aq = l + R;
+    const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j, a;
     mha__gemm_args g;
@@ -1119,6 +1180,20 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     g.acc = 0;
     mha__gemm(&g);
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
+    if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
+        g.rows = R;
+        g.cols = c->pa;
+        g.k = c->pq;
+        g.lda = c->pq;
+        g.bps = c->pq * MHA__NR;
+        g.ldc = c->pa;
+        g.a = qt;
+        g.b = f->paq;
+        g.bias = NULL;
+        g.c = aq;
+        g.tail = NULL;
+        mha__gemm(&g);
+    }
 
     for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r */
         hi[r] = r < rv ? m : 0;
@@ -1139,18 +1214,22 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     for (j0 = 0; j0 < jend; j0 += KB) {
         cl = jend - j0 < KB ? jend - j0 : KB;
         cp = MHA__UP(cl, MHA__VL);
-        g.rows = R; /* st = q . k for keys j0 .. j0+cl-1 */
-        g.cols = cl;
-        g.k = c->pk;
-        g.lda = c->pq;
-        g.bps = c->pk * MHA__NR;
-        g.ldc = KB;
-        g.a = qt;
-        g.b = f->kt + j0 * c->pk;
-        g.bias = NULL;
-        g.c = st;
-        g.tail = NULL;
-        mha__gemm(&g);
+        if (MHA__ADDITIVE(c)) {
+            mha__fast_additive(f, aq, rv, j0, cp, st);
+        } else {
+            g.rows = R; /* st = q . k for keys j0 .. j0+cl-1 */
+            g.cols = cl;
+            g.k = c->pk;
+            g.lda = c->pq;
+            g.bps = c->pk * MHA__NR;
+            g.ldc = KB;
+            g.a = qt;
+            g.b = f->kt + j0 * c->pk;
+            g.bias = NULL;
+            g.c = st;
+            g.tail = NULL;
+            mha__gemm(&g);
+        }
         for (r = 0; r < R; ++r) {
             float *x = st + r * KB, alpha, mnew;
             size_t vis = hi[r] <= j0 ? 0 : hi[r] - j0 < cl ? hi[r] - j0 : cl;
@@ -1163,9 +1242,9 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
             j = 0; /* scale, mask and bias */
             if (!keep && !bias)
                 for (; j + MHA__VL <= vis; j += MHA__VL)
-                    mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(c->scale)));
+                    mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
             for (; j < vis; ++j)
-                x[j] = keep && !keep[j] ? ninf : c->scale * x[j] + (bias ? bias[j] : 0.0f);
+                x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
             for (; j < cp; ++j) x[j] = ninf;
             if (attn) {
                 for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
@@ -1281,6 +1360,26 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
                     mha__pack(w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, f.po);
                     f.wq = f.pq;
                     f.wo = f.po;
+                }
+                if (MHA__ADDITIVE(c)) { /* akt = A_k^(i) K^T; A_q^(i) packed */
+                    mha__gemm_args ga;
+                    ga.rows = c->pa;
+                    ga.cols = c->m;
+                    ga.k = c->pk;
+                    ga.lda = c->pk;
+                    ga.bps = c->pk * MHA__NR;
+                    ga.ldc = f.mr;
+                    ga.cps = MHA__NR;
+                    ga.a = w->a_k + i * c->pa * c->pk;
+                    ga.b = f.kt;
+                    ga.bias = NULL;
+                    ga.c = f.akt;
+                    ga.tail = f.tail;
+                    ga.acc = 0;
+                    mha__gemm(&ga);
+                    for (q = 0; q < c->pa; ++q) /* padding keys: 0 */
+                        for (j = c->m; j < f.mr; ++j) f.akt[q * f.mr + j] = 0.0f;
+                    mha__pack(w->a_q + i * c->pa * c->pq, c->pq, c->pa, c->pq, f.paq);
                 }
                 mha__fast_par(&f, mha__fast_tiles, f.slots);
             }
@@ -1404,7 +1503,7 @@ MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha
     c->n = (size_t)n;
     c->m = (size_t)m;
 #if MHA_FAST
-    c->fast = fast && !MHA__ADDITIVE(c); /* additive scoring: the reference path */
+    c->fast = fast;
 #else
     (void)fast;
 #endif

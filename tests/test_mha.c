@@ -483,11 +483,13 @@ static void test_workspace(void) {
     ref = (float *)malloc(n_out * sizeof(float));
     CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "workspace: forward");
     memcpy(ref, p.out, n_out * sizeof(float));
-    CHECK(p.ws_bytes == MHA_WORKSPACE_BYTES(4, 2, 3, 4, 5, 5, 5) &&
-              mha_reference_workspace_size(&s, 2, 3, 5) == p.ws_bytes,
-          "MHA_WORKSPACE_BYTES equals mha_workspace_size and mha_reference_workspace_size (additive)");
-    CHECK(mha_workspace_size(&s, 1, 1, 5) == p.ws_bytes && mha_workspace_size(&s, 9, 99, 5) == p.ws_bytes,
-          "workspace does not depend on batch or n");
+    CHECK(mha_reference_workspace_size(&s, 2, 3, 5) == MHA_WORKSPACE_BYTES(4, 2, 3, 4, 5, 5, 5),
+          "MHA_WORKSPACE_BYTES equals mha_reference_workspace_size");
+    CHECK(mha_reference_workspace_size(&s, 1, 1, 5) == mha_reference_workspace_size(&s, 9, 99, 5),
+          "the reference workspace does not depend on batch or n");
+#if !defined(MHA_FAST) || !MHA_FAST
+    CHECK(p.ws_bytes == MHA_WORKSPACE_BYTES(4, 2, 3, 4, 5, 5, 5), "MHA_FAST 0: mha_workspace_size is the same");
+#endif
     buf = (unsigned char *)malloc(p.ws_bytes + 64 + 64);
     for (off = 0; off < 64; ++off) {
         memset(buf, 0xA5, p.ws_bytes + 128);

@@ -1,0 +1,170 @@
+/* bench/blas_mha.c - the OpenBLAS peer of bench/peers.py: the same multi-head
+   attention composed from cblas_sgemm calls, as a BLAS user would write it.
+
+   Projections are single GEMMs over every head (biases preloaded, beta 1);
+   per head, S = Q_i K_g^T (scaled by alpha), a row softmax, H_i = P V_g into
+   its block of the concatenation; then the output projection. Additive
+   scoring projects A_q Q_i and A_k K_g with GEMMs and forms w_a . tanh(..)
+   in a loop. The softmax and tanh loops are compiled with -O3 -ffast-math
+   so that gcc vectorises them with glibc's vector expf/tanhf. It materialises
+   the n x m score matrix of one head (n*m floats).
+
+       blas_mha SECONDS SHAPE    prints "SHAPE median_ms min_ms"
+*/
+#define _POSIX_C_SOURCE 199309L
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct shape_row {
+    const char *name;
+    int n, m, dq, dk, dv, heads, kv, pq, pv, po, pa;
+} shape_row;
+
+/* The same table as bench/bench.c. */
+static const shape_row SHAPES[] = {
+    {"T", 16, 16, 64, 64, 64, 4, 4, 16, 16, 64, 0},
+    {"M", 256, 256, 512, 512, 512, 8, 8, 64, 64, 512, 0},
+    {"B", 256, 256, 768, 768, 768, 12, 12, 64, 64, 768, 0},
+    {"G", 200, 300, 256, 384, 384, 6, 6, 48, 80, 200, 0},
+    {"Q", 512, 512, 1024, 1024, 1024, 16, 4, 64, 64, 1024, 0},
+    {"A", 128, 128, 256, 256, 256, 4, 4, 64, 64, 256, 64},
+    {"L", 1024, 1024, 512, 512, 512, 8, 8, 64, 64, 512, 0},
+};
+
+typedef struct model {
+    const shape_row *r;
+    float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *aq, *ak, *av;
+    float *qp, *kp, *vp, *cat, *s, *aqp, *akp; /* scratch */
+} model;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static unsigned rng = 777u;
+static float *filled(size_t count, float lim) {
+    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
+    size_t i;
+    if (!p) exit(1);
+    for (i = 0; i < count; ++i) {
+        rng = rng * 1664525u + 1013904223u;
+        p[i] = lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
+    }
+    return p;
+}
+
+/* y[rows][cols] = x[rows][in] W^T + b, W [cols][in] */
+static void linear(const float *x, int rows, int in, const float *w, const float *b, int cols, float *y, int ldy) {
+    int r;
+    for (r = 0; r < rows; ++r) memcpy(y + (size_t)r * (size_t)ldy, b, (size_t)cols * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, in, 1.0f, x, in, w, in, 1.0f, y, ldy);
+}
+
+/* Row softmax of s[rows][cols] in place; vectorised by gcc (-O3 -ffast-math). */
+static void softmax_rows(float *s, int rows, int cols) {
+    int r, j;
+    for (r = 0; r < rows; ++r) {
+        float *x = s + (size_t)r * (size_t)cols, mx = x[0], sum = 0.0f, inv;
+        for (j = 1; j < cols; ++j) mx = x[j] > mx ? x[j] : mx;
+        for (j = 0; j < cols; ++j) {
+            x[j] = expf(x[j] - mx);
+            sum += x[j];
+        }
+        inv = 1.0f / sum;
+        for (j = 0; j < cols; ++j) x[j] *= inv;
+    }
+}
+
+/* s[t][j] = sum_a w_a[a] tanh(aq[t][a] + ak[j][a]) */
+static void additive_scores(const float *aq, const float *ak, const float *wa, int n, int m, int pa, float *s) {
+    int t, j, a;
+    for (t = 0; t < n; ++t)
+        for (j = 0; j < m; ++j) {
+            float acc = 0.0f;
+            for (a = 0; a < pa; ++a) acc += wa[a] * tanhf(aq[(size_t)t * (size_t)pa + (size_t)a] +
+                                                          ak[(size_t)j * (size_t)pa + (size_t)a]);
+            s[(size_t)t * (size_t)m + (size_t)j] = acc;
+        }
+}
+
+static void forward(model *md, const float *q, const float *k, const float *v, float *out) {
+    const shape_row *r = md->r;
+    int h = r->heads, kv = r->kv, grp = h / kv, i;
+    float scale = 1.0f / sqrtf((float)r->pq);
+    linear(q, r->n, r->dq, md->wq, md->bq, h * r->pq, md->qp, h * r->pq);
+    linear(k, r->m, r->dk, md->wk, md->bk, kv * r->pq, md->kp, kv * r->pq);
+    linear(v, r->m, r->dv, md->wv, md->bv, kv * r->pv, md->vp, kv * r->pv);
+    for (i = 0; i < h; ++i) {
+        int g = i / grp;
+        const float *qi = md->qp + (size_t)i * (size_t)r->pq, *kg = md->kp + (size_t)g * (size_t)r->pq;
+        if (r->pa > 0) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r->n, r->pa, r->pq, 1.0f, qi, h * r->pq,
+                        md->aq + (size_t)i * (size_t)r->pa * (size_t)r->pq, r->pq, 0.0f, md->aqp, r->pa);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r->m, r->pa, r->pq, 1.0f, kg, kv * r->pq,
+                        md->ak + (size_t)i * (size_t)r->pa * (size_t)r->pq, r->pq, 0.0f, md->akp, r->pa);
+            additive_scores(md->aqp, md->akp, md->av + (size_t)i * (size_t)r->pa, r->n, r->m, r->pa, md->s);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r->n, r->m, r->pq, scale, qi, h * r->pq, kg,
+                        kv * r->pq, 0.0f, md->s, r->m);
+        }
+        softmax_rows(md->s, r->n, r->m);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r->n, r->pv, r->m, 1.0f, md->s, r->m,
+                    md->vp + (size_t)g * (size_t)r->pv, kv * r->pv, 0.0f, md->cat + (size_t)i * (size_t)r->pv,
+                    h * r->pv);
+    }
+    linear(md->cat, r->n, h * r->pv, md->wo, md->bo, r->po, out, r->po);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start;
+    const shape_row *r = NULL;
+    size_t s, runs = 0;
+    model md;
+    float *q, *k, *v, *out;
+    for (s = 0; argc > 2 && s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
+        if (strcmp(SHAPES[s].name, argv[2]) == 0) r = &SHAPES[s];
+    if (!r) {
+        fprintf(stderr, "usage: blas_mha SECONDS SHAPE (T, M, B, G, Q, A or L)\n");
+        return 2;
+    }
+    md.r = r;
+    md.wq = filled((size_t)r->heads * r->pq * r->dq, sqrtf(3.0f / (float)r->dq)); md.bq = filled((size_t)r->heads * r->pq, 0.1f);
+    md.wk = filled((size_t)r->kv * r->pq * r->dk, sqrtf(3.0f / (float)r->dk)); md.bk = filled((size_t)r->kv * r->pq, 0.1f);
+    md.wv = filled((size_t)r->kv * r->pv * r->dv, sqrtf(3.0f / (float)r->dv)); md.bv = filled((size_t)r->kv * r->pv, 0.1f);
+    md.wo = filled((size_t)r->po * r->heads * r->pv, sqrtf(3.0f / (float)(r->heads * r->pv)));
+    md.bo = filled((size_t)r->po, 0.1f);
+    md.aq = filled((size_t)r->heads * r->pa * r->pq, sqrtf(3.0f / (float)r->pq));
+    md.ak = filled((size_t)r->heads * r->pa * r->pq, sqrtf(3.0f / (float)r->pq));
+    md.av = filled((size_t)r->heads * r->pa, r->pa > 0 ? sqrtf(3.0f / (float)r->pa) : 0.0f);
+    md.qp = filled((size_t)r->n * r->heads * r->pq, 0.0f);
+    md.kp = filled((size_t)r->m * r->kv * r->pq, 0.0f);
+    md.vp = filled((size_t)r->m * r->kv * r->pv, 0.0f);
+    md.cat = filled((size_t)r->n * r->heads * r->pv, 0.0f);
+    md.s = filled((size_t)r->n * r->m, 0.0f);
+    md.aqp = filled((size_t)r->n * r->pa, 0.0f);
+    md.akp = filled((size_t)r->m * r->pa, 0.0f);
+    q = filled((size_t)r->n * r->dq, 1.0f);
+    k = filled((size_t)r->m * r->dk, 1.0f);
+    v = filled((size_t)r->m * r->dv, 1.0f);
+    out = filled((size_t)r->n * r->po, 0.0f);
+    start = now();
+    while (runs < 200 && (runs < 3 || now() - start < budget)) {
+        t0 = now();
+        forward(&md, q, k, v, out);
+        times[runs++] = now() - t0;
+    }
+    qsort(times, runs, sizeof times[0], cmp_double);
+    printf("%s %.4f %.4f\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0]);
+    return out[0] != out[0]; /* a NaN would mean a broken composition */
+}
