@@ -815,16 +815,17 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
     return mha__vselect_lt(z, mha__vset(0.3025f), t, e);
 }
 
-/* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : 0) + a b, with
-   a [MR][k] (row stride lda) and b one packed panel [k][NR]. Written out row
+/* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : bias or 0) + a b,
+   with a [MR][k] (row stride lda), b one packed panel [k][NR] and bias NULL
+   or [NR] for every row. Written out row
    by row (MHA__EACH_ROW) so that the 2 MR accumulators stay in registers. */
 #define MHA__ROWS4(X) X(0) X(1) X(2) X(3)
 #define MHA__ROWS6(X) MHA__ROWS4(X) X(4) X(5)
 #define MHA__ROWS8(X) MHA__ROWS6(X) X(6) X(7)
 #define MHA__ROWS12(X) MHA__ROWS8(X) X(8) X(9) X(10) X(11)
 #define MHA__K_INIT(r)                                                                                   \
-    mha__v c0_##r = acc ? mha__vload(c + r * ldc) : mha__vset(0.0f);                                    \
-    mha__v c1_##r = acc ? mha__vload(c + r * ldc + MHA__VL) : mha__vset(0.0f);
+    mha__v c0_##r = acc ? mha__vload(c + r * ldc) : i0;                                                 \
+    mha__v c1_##r = acc ? mha__vload(c + r * ldc + MHA__VL) : i1;
 #define MHA__K_FMA(r)                                                                                    \
     ar = mha__vset(a[r * lda + p]);                                                                      \
     c0_##r = mha__vfma(ar, b0, c0_##r);                                                                  \
@@ -833,8 +834,8 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
     mha__vstore(c + r * ldc, c0_##r);                                                                    \
     mha__vstore(c + r * ldc + MHA__VL, c1_##r);
 MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
-                                            int acc) {
-    mha__v b0, b1, ar;
+                                            int acc, const float *bias) {
+    mha__v b0, b1, ar, i0 = bias ? mha__vload(bias) : mha__vset(0.0f), i1 = bias ? mha__vload(bias + MHA__VL) : i0;
     size_t p;
     MHA__EACH_ROW(MHA__K_INIT)
     for (p = 0; p < k; ++p, b += MHA__NR) {
@@ -858,6 +859,23 @@ MHA__PRIVATE void mha__pack(const float *w, size_t ldw, size_t p, size_t d, floa
             for (; l < MHA__NR; ++l) bp[i * MHA__NR + l] = 0.0f;
         }
     }
+}
+
+#if defined(__cplusplus)
+#define MHA__RESTRICT __restrict
+#else
+#define MHA__RESTRICT restrict
+#endif
+/* d[0..n) = s[0..n); they do not overlap. */
+MHA__PRIVATE void mha__copy(float *MHA__RESTRICT d, const float *MHA__RESTRICT s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) d[i] = s[i];
+}
+
+/* x[0..n) *= k, n a multiple of VL */
+MHA__PRIVATE void mha__vscale(float *x, size_t n, float k) {
+    size_t j;
+    for (j = 0; j < n; j += MHA__VL) mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(k)));
 }
 
 /* One GEMM of the fast path. C (=, or += when acc) A B (+ bias on columns
@@ -886,29 +904,31 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             size_t lda = g->lda;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
             if (rh < MHA__MR && g->tail) {
-                for (r = 0; r < MHA__MR; ++r)
-                    for (j = 0; j < kl; ++j) g->tail[r * kl + j] = r < rh ? a[r * lda + j] : 0.0f;
+                for (r = 0; r < rh; ++r) mha__copy(g->tail + r * kl, a + r * lda, kl);
+                for (j = rh * kl; j < MHA__MR * kl; ++j) g->tail[j] = 0.0f;
                 a = g->tail;
                 lda = kl;
             }
             for (q = 0; q * MHA__NR < g->cols; ++q) {
                 const float *bq = g->b + q * g->bps + k0 * MHA__NR;
+                const float *bias = !acc && g->bias ? g->bias + q * MHA__NR : NULL;
                 float *c = g->c + r0 * g->ldc + q * g->cps;
                 cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
                 if (rh == MHA__MR && cw == MHA__NR) {
-                    if (!acc && g->bias)
-                        for (r = 0; r < MHA__MR; ++r)
-                            for (j = 0; j < MHA__NR; ++j) c[r * g->ldc + j] = g->bias[q * MHA__NR + j];
-                    mha__kernel(kl, a, lda, bq, c, g->ldc, acc || g->bias);
+                    mha__kernel(kl, a, lda, bq, c, g->ldc, acc, bias);
                     continue;
                 }
-                for (r = 0; r < MHA__MR; ++r) /* an edge tile: through t */
-                    for (j = 0; j < MHA__NR; ++j)
-                        t[r * MHA__NR + j] = r >= rh || j >= cw ? 0.0f
-                                             : acc              ? c[r * g->ldc + j]
-                                             : g->bias          ? g->bias[q * MHA__NR + j]
-                                                                : 0.0f;
-                mha__kernel(kl, a, lda, bq, t, MHA__NR, 1);
+                /* an edge tile, through t: the bias and C only where they exist */
+                if (bias && cw < MHA__NR) {
+                    for (j = 0; j < MHA__NR; ++j) t[j] = j < cw ? bias[j] : 0.0f;
+                    bias = t;
+                }
+                if (acc) {
+                    for (j = 0; j < MHA__MR * MHA__NR; ++j) t[j] = 0.0f;
+                    for (r = 0; r < rh; ++r)
+                        for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * g->ldc + j];
+                }
+                mha__kernel(kl, a, lda, bq, t, MHA__NR, acc, bias);
                 for (r = 0; r < rh; ++r)
                     for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
             }
@@ -1162,7 +1182,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *mx = ot + R * pvr, *l = mx + R, *aq = l + R;
     const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
-    size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j, a;
+    size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     mha__gemm_args g;
 
     g.rows = rv; /* qt = queries W_q^(i)^T + b_q^(i) */
@@ -1258,7 +1278,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
             }
             alpha = mx[r] == mnew ? 1.0f : mx[r] == ninf ? 0.0f : MHA_EXPF(mx[r] - mnew);
             if (alpha != 1.0f) { /* the max grew: rescale */
-                for (a = 0; a < c->pv; ++a) ot[r * pvr + a] *= alpha;
+                mha__vscale(ot + r * pvr, pvr, alpha);
                 l[r] *= alpha;
             }
             l[r] += mha__softmax(x, cp, mnew);
@@ -1288,7 +1308,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
         }
     } else {
         for (r = 0; r < rv; ++r) /* divide once; a row with every key masked is 0 */
-            for (a = 0; a < c->pv; ++a) ot[r * pvr + a] = l[r] == 0.0f ? 0.0f : ot[r * pvr + a] / l[r];
+            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : 1.0f / l[r]);
     }
 
     g.rows = rv; /* out (+)= h_i W_o^(i)^T, + b_o for head 0 */
@@ -1348,8 +1368,11 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
             for (q = 0; q < f.pvr / MHA__NR; ++q) /* V's padding rows m .. mr-1 */
                 for (j = c->m * MHA__NR; j < f.mr * MHA__NR; ++j) f.vt[q * f.mr * MHA__NR + j] = 0.0f;
             mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KVB - 1) / MHA__KVB);
-            f.vbad = 0;
-            for (j = 0; j < f.mr * f.pvr; ++j) f.vbad |= !(f.vt[j] - f.vt[j] == 0.0f);
+            { /* inf * 0 and NaN * 0 are NaN: one test at the end */
+                mha__v z = mha__vset(0.0f), acc = z;
+                for (j = 0; j < f.mr * f.pvr; j += MHA__VL) acc = mha__vfma(mha__vload(f.vt + j), z, acc);
+                f.vbad = mha__vbad(acc);
+            }
             for (i = g * c->grp; i < (g + 1) * c->grp; ++i) {
                 f.i = i;
                 if (packed) {
