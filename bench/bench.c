@@ -13,11 +13,12 @@
    mha_pack_weights (as a model would at load time); inputs are uniform in
    [-1, 1]. Progress goes to stderr.
 
-       bench [SECONDS_PER_SHAPE [SHAPE [unpacked | once]]]
+       bench [SECONDS_PER_SHAPE [SHAPE [unpacked | fast | once]]]
            default 1.0 s, every shape ("all"); each timing runs at least 3
-           times. "unpacked": no mha_pack_weights. "once": one call of
-           mha_forward per shape and nothing else (no peak, no timing), for
-           instruction counts under valgrind --tool=callgrind.
+           times. "unpacked": no mha_pack_weights. "fast": the one-thread
+           fast path only (bench/peers.py). "once": one call of mha_forward
+           per shape and nothing else (no peak, no timing), for instruction
+           counts under valgrind --tool=callgrind.
 */
 #define _POSIX_C_SOURCE 199309L
 #ifndef MHA_FAST
@@ -177,12 +178,14 @@ static double time_ms(int path, double budget, const mha_shape *sh, const mha_we
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, peak;
-    int packed = !(argc > 3 && strcmp(argv[3], "unpacked") == 0), once = argc > 3 && strcmp(argv[3], "once") == 0;
+    const char *mode = argc > 3 ? argv[3] : "";
+    int packed = strcmp(mode, "unpacked") != 0, once = strcmp(mode, "once") == 0, fast = strcmp(mode, "fast") == 0;
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
     fprintf(stderr, "bench: measuring the FMA peak...\n");
-    peak = once ? 1.0 : peak_gflops();
+    peak = once || fast ? 0.0 : peak_gflops();
     printf("vector unit: %s; measured FMA peak of one core: %.1f GFLOP/s; weights %s\n", MHA__SIMD_NAME, peak,
            packed ? "packed once (mha_pack_weights)" : "packed by each call");
+    if (fast || once) printf("(peak not measured in this mode)\n");
     printf("| shape | n | m | heads | median ms | min ms | GFLOP/s | %% of peak | 2 threads ms | speed-up 2 threads"
            " | reference ms | fast / reference | workspace bytes | reference workspace bytes |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -230,14 +233,20 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr, "bench: shape %s (%zu of %zu): fast path...\n", r->name, s + 1, count);
             fast_ms = time_ms(FAST, budget, &sh, &w, r, q, k, v, out, ws, bytes, &fast_min);
-            fprintf(stderr, "bench: shape %s: fast path, 2 threads...\n", r->name);
-            two_ms = time_ms(FAST2, budget, &sh, &w, r, q, k, v, out, ws, bytes, NULL);
-            fprintf(stderr, "bench: shape %s: reference path...\n", r->name);
-            ref_ms = time_ms(REF, budget, &sh, &w, r, q, k, v, out, ws, ref_bytes, NULL);
+            two_ms = ref_ms = 0.0;
+            if (!fast) {
+                fprintf(stderr, "bench: shape %s: fast path, 2 threads...\n", r->name);
+                two_ms = time_ms(FAST2, budget, &sh, &w, r, q, k, v, out, ws, bytes, NULL);
+                fprintf(stderr, "bench: shape %s: reference path...\n", r->name);
+                ref_ms = time_ms(REF, budget, &sh, &w, r, q, k, v, out, ws, ref_bytes, NULL);
+            }
             gf = flops(r) / fast_ms * 1e-6;
-            printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | %.0f %% | %.3f | %.2f | %.3f | %.1f | %zu | %zu |\n",
-                   r->name, r->n, r->m, r->heads, fast_ms, fast_min, gf, 100.0 * gf / peak, two_ms, fast_ms / two_ms,
-                   ref_ms, ref_ms / fast_ms, bytes, ref_bytes);
+            printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | ", r->name, r->n, r->m, r->heads, fast_ms, fast_min, gf);
+            if (fast)
+                printf("- | - | - | - | - | %zu | %zu |\n", bytes, ref_bytes);
+            else
+                printf("%.0f %% | %.3f | %.2f | %.3f | %.1f | %zu | %zu |\n", 100.0 * gf / peak, two_ms,
+                       fast_ms / two_ms, ref_ms, ref_ms / fast_ms, bytes, ref_bytes);
         }
         fflush(stdout);
         free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);

@@ -1,35 +1,59 @@
 #!/usr/bin/python3
-"""bench/peers.py - mha.h against PyTorch's nn.MultiheadAttention, in one run.
+"""bench/peers.py - mha.h's fast path against two peers, in one run, alternating.
 
-For each shape that nn.MultiheadAttention can express (T, M, B, L: one d, p_o = d,
-dot scoring, no GQA), alternates ROUNDS times between the C benchmark
-(build/bench, one shape) and PyTorch 1.13 in eval mode with need_weights=False,
-biases on, torch.set_num_threads(1), batch 1, and prints the median times and
-the throughput ratio mha.h / PyTorch (> 1: mha.h is faster).
+Peers:
+  PyTorch   1.13 nn.MultiheadAttention in eval mode, need_weights=False (its
+            fast path), biases on, batch_first, batch 1. It can express the
+            shapes with one d, p_o = d, dot scoring and no GQA: T, M, B, L.
+  OpenBLAS  the same attention composed from cblas_sgemm calls with a
+            vectorised row softmax (build/blas_mha, bench/blas_mha.c), every shape.
 
-    peers.py [ROUNDS]     default 3
+Every contender runs on one thread: OPENBLAS_NUM_THREADS=1 (set before torch
+is imported; Debian's torch does its GEMMs in OpenBLAS) and
+torch.set_num_threads(1). Each round runs mha.h (build/bench, the fast path
+with packed weights, one thread), then the peers, shape by shape; the table
+gives the median over rounds of each one's median time, and the throughput
+ratios mha.h / peer (> 1: mha.h is faster).
+
+    peers.py [ROUNDS [SECONDS]]   default 3 rounds, 0.5 s per measurement
 """
 import os
 import subprocess
 import sys
 import time
 
-import torch
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["OMP_NUM_THREADS"] = "1"
+import torch  # noqa: E402  (after the environment above)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPES = [("T", 16, 16, 64, 4), ("M", 256, 256, 512, 8), ("B", 256, 256, 768, 12), ("L", 1024, 1024, 512, 8)]
+# name, n, m, d, heads (PyTorch only where nn.MultiheadAttention can express the shape)
+SHAPES = ["T", "M", "B", "G", "Q", "A", "L"]
+TORCH = {"T": (16, 16, 64, 4), "M": (256, 256, 512, 8), "B": (256, 256, 768, 12), "L": (1024, 1024, 512, 8)}
 
 
-def mha_ms(name):
-    out = subprocess.run([os.path.join(ROOT, "build", "bench"), "0.5", name], check=True, capture_output=True,
-                         text=True).stdout
+def run(args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def mha_ms(name, seconds):
+    out = run([os.path.join(ROOT, "build", "bench"), str(seconds), name, "fast"])
     row = [line for line in out.splitlines() if line.startswith("| %s |" % name)][0]
-    return float(row.split("|")[5])  # median ms
+    return float(row.split("|")[5])  # fast path, one thread, median ms
 
 
-def torch_ms(n, m, d, h, seconds=0.5):
+def blas_ms(name, seconds):
+    return float(run([os.path.join(ROOT, "build", "blas_mha"), str(seconds), name]).split()[1])
+
+
+def torch_ms(name, seconds):
+    n, m, d, h = TORCH[name]
     torch.manual_seed(0)
     mod = torch.nn.MultiheadAttention(d, h, bias=True, batch_first=True).eval()
+    bound = (3.0 / d) ** 0.5  # weights scaled like real ones: uniform +-sqrt(3 / fan_in)
+    with torch.no_grad():
+        for p in mod.parameters():
+            p.uniform_(-bound, bound)
     q, k, v = torch.rand(1, n, d) * 2 - 1, torch.rand(1, m, d) * 2 - 1, torch.rand(1, m, d) * 2 - 1
     times = []
     with torch.no_grad():
@@ -42,19 +66,34 @@ def torch_ms(n, m, d, h, seconds=0.5):
     return 1e3 * times[len(times) // 2]
 
 
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
     torch.set_num_threads(1)
-    print("| shape | mha.h median ms | PyTorch median ms | throughput ratio mha.h / PyTorch |")
-    print("|---|---|---|---|")
-    for name, n, m, d, h in SHAPES:
-        ours, theirs = [], []
-        for r in range(rounds):
-            print("peers: shape %s round %d of %d" % (name, r + 1, rounds), file=sys.stderr, flush=True)
-            ours.append(mha_ms(name))
-            theirs.append(torch_ms(n, m, d, h))
-        a, b = sorted(ours)[rounds // 2], sorted(theirs)[rounds // 2]
-        print("| %s | %.3f | %.3f | %.2f |" % (name, a, b, b / a), flush=True)
+    times = {s: {"mha.h": [], "PyTorch": [], "OpenBLAS": []} for s in SHAPES}
+    for r in range(rounds):
+        for name in SHAPES:
+            print("peers: round %d of %d, shape %s" % (r + 1, rounds, name), file=sys.stderr, flush=True)
+            times[name]["mha.h"].append(mha_ms(name, seconds))
+            if name in TORCH:
+                times[name]["PyTorch"].append(torch_ms(name, seconds))
+            times[name]["OpenBLAS"].append(blas_ms(name, seconds))
+    print("one thread each; median of %d rounds of median times" % rounds)
+    print("| shape | mha.h ms | PyTorch ms | OpenBLAS ms | mha.h / PyTorch | mha.h / OpenBLAS |")
+    print("|---|---|---|---|---|---|")
+    for name in SHAPES:
+        ours = median(times[name]["mha.h"])
+        blas = median(times[name]["OpenBLAS"])
+        if times[name]["PyTorch"]:
+            pt = median(times[name]["PyTorch"])
+            pt_ms, pt_ratio = "%.3f" % pt, "%.2f" % (pt / ours)
+        else:
+            pt_ms, pt_ratio = "-", "-"
+        print("| %s | %.3f | %s | %.3f | %s | %.2f |" % (name, ours, pt_ms, blas, pt_ratio, blas / ours), flush=True)
 
 
 if __name__ == "__main__":
