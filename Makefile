@@ -7,7 +7,7 @@
 #   make refcheck   regenerate the PyTorch vectors into a scratch folder and run the suite on them
 #   make valgrind   the test programs (not the math sweep) under valgrind memcheck (--error-exitcode=1)
 #   make tsan       the threads test under -fsanitize=thread (clang)
-#   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang)
+#   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang); make fuzz-fast: on the fast path
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
@@ -45,10 +45,12 @@ FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512
 FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
            "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast"
 FASTMHA  = -mavx2 -mfma
+VGFAST   = "sh tests/if_cpu.sh avx2,fma valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast_avx2 240 4001"
 else
 FASTSIMD =
 FASTRUN  = $(BUILD)/test_mha_fast
 FASTMHA  =
+VGFAST   =
 endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(FASTRUN)
@@ -56,7 +58,7 @@ EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
-.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz coverage lint cross-test size bench peers \
+.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
         install clean
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
@@ -121,13 +123,21 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) $(SUITE) -o $(BUILD)/asan_mha $(LDLIBS)
 	clang $(SANFLAGS) $(HOSTILE) -o $(BUILD)/asan_hostile $(LDLIBS)
 	clang $(SANFLAGS) $(REPLAY) -o $(BUILD)/asan_replay $(LDLIBS)
-	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)"
+	clang $(SANFLAGS) -DMHA_NO_SIMD=1 tests/test_fast.c -o $(BUILD)/asan_fast $(LDLIBS)
+	clang $(SANFLAGS) $(FASTMHA) tests/test_fast.c -o $(BUILD)/asan_fast_simd $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(HOSTILE) -o $(BUILD)/asan_hostile_fast $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
+	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
+	    $(BUILD)/asan_fast_simd $(BUILD)/asan_hostile_fast "$(BUILD)/asan_replay_fast $(CORPUS)"
 
-valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads
+# test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
+valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD)
 	@sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_hostile" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/replay $(CORPUS)" \
-	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_threads"
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_threads" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast 240 4001" \
+	    $(VGFAST)
 
 tsan: | $(BUILD)
 	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
@@ -139,6 +149,13 @@ fuzz: | $(BUILD)
 	    -o $(BUILD)/fuzz_mha $(LDLIBS)
 	rm -rf $(BUILD)/fuzz_corpus && mkdir -p $(BUILD)/fuzz_corpus && cp $(CORPUS) $(BUILD)/fuzz_corpus/
 	@sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_mha $(BUILD)/fuzz_corpus $(FUZZ_SECONDS)
+
+# The same fuzzer on the fast path (MHA_FAST 1, the CPU's vector unit).
+fuzz-fast: | $(BUILD)
+	clang -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DMHA_FAST=1 $(FASTMHA) \
+	    $(REPLAY:tests/fuzz/replay.c=) -o $(BUILD)/fuzz_mha_fast $(LDLIBS)
+	rm -rf $(BUILD)/fuzz_corpus_fast && mkdir -p $(BUILD)/fuzz_corpus_fast && cp $(CORPUS) $(BUILD)/fuzz_corpus_fast/
+	@sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_mha_fast $(BUILD)/fuzz_corpus_fast $(FUZZ_SECONDS)
 
 coverage: | $(BUILD)
 	@sh tests/coverage.sh $(BUILD)/cov

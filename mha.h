@@ -657,7 +657,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
 #define MHA__CLEAN() _mm256_zeroupper() /* leave no dirty upper state to SSE code (libm) */
 #define MHA__VL 16
 #define MHA__MR 12
-#define MHA__KVB 96 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__KVB ((size_t)96) /* key rows per task of the K, V step: a multiple of MR and NR */
 #define MHA__EACH_ROW MHA__ROWS12
 typedef __m512 mha__v;
 #define mha__vload(p) _mm512_loadu_ps(p)
@@ -685,7 +685,7 @@ typedef __m512 mha__v;
 #define MHA__CLEAN() _mm256_zeroupper()
 #define MHA__VL 8
 #define MHA__MR 6
-#define MHA__KVB 48 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__KVB ((size_t)48) /* key rows per task of the K, V step: a multiple of MR and NR */
 #define MHA__EACH_ROW MHA__ROWS6
 typedef __m256 mha__v;
 #define mha__vload(p) _mm256_loadu_ps(p)
@@ -709,7 +709,7 @@ typedef __m256 mha__v;
 #define MHA__CLEAN() ((void)0)
 #define MHA__VL 4
 #define MHA__MR 8
-#define MHA__KVB 32 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__KVB ((size_t)32) /* key rows per task of the K, V step: a multiple of MR and NR */
 #define MHA__EACH_ROW MHA__ROWS8
 typedef float32x4_t mha__v;
 #define mha__vload(p) vld1q_f32(p)
@@ -734,10 +734,10 @@ typedef float32x4_t mha__v;
 #define MHA__CLEAN() ((void)0)
 #define MHA__VL 8
 #define MHA__MR 4
-#define MHA__KVB 32 /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__KVB ((size_t)32) /* key rows per task of the K, V step: a multiple of MR and NR */
 #define MHA__EACH_ROW MHA__ROWS4
 typedef struct mha__v { float f[MHA__VL]; } mha__v;
-#define MHA__VOP(body) mha__v r; int l; for (l = 0; l < MHA__VL; ++l) body; return r
+#define MHA__VOP(body) mha__v r; int l; for (l = 0; l < MHA__VL; ++l) body; return r /* NOLINT(bugprone-macro-parentheses) */
 MHA__PRIVATE mha__v mha__vload(const float *p) { MHA__VOP(r.f[l] = p[l]); }
 MHA__PRIVATE void mha__vstore(float *p, mha__v x) { int l; for (l = 0; l < MHA__VL; ++l) p[l] = x.f[l]; }
 MHA__PRIVATE mha__v mha__vset(float x) { MHA__VOP(r.f[l] = x); }
@@ -766,11 +766,11 @@ MHA__PRIVATE int mha__vbad(mha__v x) {
 #undef MHA__VOP
 #endif
 
-#define MHA__NR (2 * MHA__VL) /* micro-kernel columns: two vectors */
-#define MHA__KC 256           /* K block of the GEMMs: an NR-wide B panel of KC rows stays in L1 */
-#define MHA__KB 128           /* keys per block of the fused attention */
-#define MHA__QR (4 * MHA__MR) /* query rows per tile of the fused attention */
-#define MHA__SLOTS 32         /* tiles' scratch slots: tasks of the attention step at most */
+#define MHA__NR ((size_t)2 * MHA__VL) /* micro-kernel columns: two vectors */
+#define MHA__KC ((size_t)256)  /* K block of the GEMMs: an NR-wide B panel of KC rows stays in L1 */
+#define MHA__KB ((size_t)128)  /* keys per block of the fused attention */
+#define MHA__QR ((size_t)4 * MHA__MR) /* query rows per tile of the fused attention */
+#define MHA__SLOTS ((size_t)32)  /* tiles' scratch slots: tasks of the attention step at most */
 
 /* e^x on vectors: the scheme of mha__expf (x = k ln2 + r, the same
    polynomial), for x <= 88; 0 below ln(FLT_MIN) and for -inf, NaN stays NaN.
@@ -824,15 +824,15 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
 #define MHA__ROWS8(X) MHA__ROWS6(X) X(6) X(7)
 #define MHA__ROWS12(X) MHA__ROWS8(X) X(8) X(9) X(10) X(11)
 #define MHA__K_INIT(r)                                                                                   \
-    mha__v c0_##r = acc ? mha__vload(c + r * ldc) : i0;                                                 \
-    mha__v c1_##r = acc ? mha__vload(c + r * ldc + MHA__VL) : i1;
+    mha__v c0_##r = acc ? mha__vload(c + (r) * ldc) : i0;                                               \
+    mha__v c1_##r = acc ? mha__vload(c + (r) * ldc + MHA__VL) : i1;
 #define MHA__K_FMA(r)                                                                                    \
-    ar = mha__vset(a[r * lda + p]);                                                                      \
+    ar = mha__vset(a[(r) * lda + p]);                                                                    \
     c0_##r = mha__vfma(ar, b0, c0_##r);                                                                  \
     c1_##r = mha__vfma(ar, b1, c1_##r);
 #define MHA__K_STORE(r)                                                                                  \
-    mha__vstore(c + r * ldc, c0_##r);                                                                    \
-    mha__vstore(c + r * ldc + MHA__VL, c1_##r);
+    mha__vstore(c + (r) * ldc, c0_##r);                                                                  \
+    mha__vstore(c + (r) * ldc + MHA__VL, c1_##r);
 MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
                                             int acc, const float *bias) {
     mha__v b0, b1, ar, i0 = bias ? mha__vload(bias) : mha__vset(0.0f), i1 = bias ? mha__vload(bias + MHA__VL) : i0;
@@ -955,8 +955,8 @@ typedef struct mha__fast {
 
 /* Bytes of the fast path's workspace (SIZE_MAX on overflow); with f->c->ws
    set, also its parts. Every part starts 64-byte aligned. */
-MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
-    const mha__ctx *c = f->c;
+MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c) {
+    f->c = c;
     size_t sz[11], t = 0, k, r, tiles;
     float **ptr[11];
     f->pqr = MHA__UP(c->pq, MHA__NR);
@@ -964,7 +964,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f) {
     f->pvr = MHA__UP(c->pv, MHA__NR);
     f->por = MHA__UP(c->po, MHA__NR);
     f->mr = MHA__UP(c->m, MHA__NR);
-    f->qr = c->n < MHA__QR ? MHA__UP(c->n, MHA__MR) : MHA__QR;
+    f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR) : MHA__QR; /* n = 0: no tile, qr > 0 */
     tiles = (c->n + f->qr - 1) / f->qr;
     f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
     f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, f->pvr), c->pa), MHA__KB + 2));
@@ -1347,8 +1347,7 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
     const mha_weights *w = c->w;
     mha__fast f;
     size_t b, g, i, j;
-    f.c = c;
-    mha__fast_layout(&f);
+    mha__fast_layout(&f, c);
     const float *packed = mha__packed(c);
     size_t per_g, per_i, q;
     mha__packed_bytes(c, &per_g, &per_i);
@@ -1427,9 +1426,9 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
     if (c->fast && w->packed && !mha__packed(c)) return MHA_ERR_SHAPE;
     if (c->fast) {
         mha__fast f;
-        f.c = c;
         c->ws = NULL;
-        bytes = mha__layout(c, MHA__ROWS_ARRAYS) == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f);
+        /* the reference's overflow verdict too: both paths answer a call alike */
+        bytes = bytes == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f, c);
     }
 #endif
     if (bytes == SIZE_MAX) return MHA_ERR_OVERFLOW;
@@ -1542,8 +1541,7 @@ MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, i
 #if MHA_FAST
     if (c.fast) {
         mha__fast f;
-        f.c = &c;
-        bytes = mha__layout(&c, MHA__ROWS_ARRAYS) == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f);
+        bytes = bytes == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f, &c);
     }
 #endif
     return bytes == SIZE_MAX ? 0 : bytes;

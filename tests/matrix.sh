@@ -52,7 +52,43 @@ stage "clang++ -std=c++11" sh -c \
     "clang++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 tests/cpp_tu.cpp -o $B/cpp2 && $B/cpp2"
 stage "tcc" sh -c "tcc -Itests $SUITE -o $B/suite_tcc -lm && $B/suite_tcc > /dev/null &&
     tcc -Itests $HOSTILE -o $B/hostile_tcc -lm && $B/hostile_tcc > /dev/null"
+# The fast path (MHA_FAST 1) under the same strict flags, for each vector unit
+# and compiler; test_fast checks it against the reference path.
+fast_cc() { # fast_cc CC FLAGS...: strict implementation, the suite on the fast path and test_fast
+    cc=$1; shift
+    $cc $STRICT -DMHA_FAST=1 "$@" -O2 -c tests/test_impl.c -o "$B/fimpl.o" &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests $SUITE -o "$B/fsuite" -lm &&
+    "$B/fsuite" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests $HOSTILE -o "$B/fhostile" -lm &&
+    "$B/fhostile" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_fast.c -o "$B/ffast" -lm && "$B/ffast" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" tests/fuzz/fuzz_mha.c tests/fuzz/replay.c \
+        tests/test_impl.c -o "$B/freplay" -lm && "$B/freplay" tests/fuzz/corpus/* > /dev/null
+}
+has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
+stage "gcc MHA_FAST=1 portable (MHA_NO_SIMD=1)" fast_cc gcc -DMHA_NO_SIMD=1
+stage "clang MHA_FAST=1 portable -O2 (MHA_NO_SIMD=1)" fast_cc clang -DMHA_NO_SIMD=1
+stage "gcc MHA_FAST=1 portable -m32" fast_cc gcc -DMHA_NO_SIMD=1 -m32
+if has avx2 && has fma; then
+    stage "gcc MHA_FAST=1 AVX2+FMA" fast_cc gcc -mavx2 -mfma
+    stage "clang MHA_FAST=1 AVX2+FMA" fast_cc clang -mavx2 -mfma
+fi
+if has avx512f; then
+    stage "gcc MHA_FAST=1 AVX-512F" fast_cc gcc -mavx512f -mfma
+    stage "clang MHA_FAST=1 AVX-512F" fast_cc clang -mavx512f -mfma
+fi
+stage "g++ MHA_FAST=1 (implementation as C++, AVX2 and portable)" sh -c \
+    "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -mavx2 -mfma \
+         -x c++ -c tests/test_impl.c -o $B/fcpp.o &&
+     g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -DMHA_NO_SIMD=1 \
+         -x c++ -c tests/test_impl.c -o $B/fcpp2.o"
+stage "tcc MHA_FAST=1 (portable)" sh -c "tcc -DMHA_FAST=1 -Itests tests/test_fast.c -o $B/fast_tcc -lm &&
+    $B/fast_tcc > /dev/null"
+stage "freestanding MHA_FAST=1, no libm: no undefined symbol but memcpy/memset" sh -c \
+    "gcc $STRICT -O2 -ffreestanding -DMHA_FAST=1 -DMHA_NO_LIBM=1 -mavx2 -mfma -c tests/test_impl.c -o $B/ffree.o &&
+     ! nm -u $B/ffree.o | grep -vE ' (memcpy|memset)\$'"
 stage "MHA_STATIC=2 is rejected" sh -c "! gcc -DMHA_STATIC=2 -c tests/test_impl.c -o $B/bad.o"
+stage "MHA_FAST=2 is rejected" sh -c "! gcc -DMHA_FAST=2 -c tests/test_impl.c -o $B/bad2.o"
 stage "declarations include only stddef.h and stdint.h" sh tests/check_includes.sh
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

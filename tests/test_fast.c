@@ -143,12 +143,12 @@ static int one_problem(stats *st, int index) {
     return ok;
 }
 
-static void test_random_problems(void) {
+static void test_random_problems(int count) {
     stats st;
     int i, ok = 0;
     memset(&st, 0, sizeof st);
     tu_seed(20261202u);
-    for (i = 0; i < 240; ++i) ok += one_problem(&st, i);
+    for (i = 0; i < count; ++i) ok += one_problem(&st, i);
     printf("%s: %d of %d random problems agree (%d masked, %d GQA, %d additive, %d batch > 1, %d with attn): "
            "worst error %.3g of the tolerance\n",
            MHA__SIMD_NAME, ok, st.problems, st.masked, st.gqa, st.additive, st.batched, st.with_attn, (double)st.worst);
@@ -312,26 +312,39 @@ static float vexp1(float x) {
     return out[0];
 }
 
-static void test_vexp(void) {
-    double worst = 0.0, at = 0.0, e;
-    float x, y;
-    uint32_t u, bits_lo;
-    int below_zero = 1;
-    /* every 331st float of [-87.33654, 88] (about 3 million points) */
-    for (x = -87.33654f; x <= 88.0f; x = nextafterf(x, 100.0f)) {
-        float in[MHA__VL], out[MHA__VL];
-        int l;
-        for (l = 0; l < MHA__VL && x <= 88.0f; ++l) {
-            in[l] = x;
-            for (u = 0; u < 331; ++u) x = nextafterf(x, 100.0f);
-        }
-        for (; l < MHA__VL; ++l) in[l] = 0.0f;
-        mha__vstore(out, mha__vexp(mha__vload(in)));
-        for (l = 0; l < MHA__VL; ++l) {
-            e = ulp_err(out[l], exp((double)in[l]));
-            if (e > worst) worst = e, at = in[l];
+/* The worst ulp error of fn against the double function ref over every
+   stride-th float magnitude from the smallest normal up, both signs, that
+   falls in [lo, hi]; *at gets where. */
+static double sweep(mha__v (*fn)(mha__v), double (*ref)(double), float lo, float hi, uint32_t stride, double *at) {
+    float in[MHA__VL], out[MHA__VL], x, sx;
+    double worst = 0.0, e;
+    uint32_t b;
+    int l = 0, i, sign, done = 0;
+    for (b = 0x00800000u; !done; b += stride) {
+        memcpy(&x, &b, 4);
+        done = b >= 0x7f000000u || (x > hi && -x < lo);
+        for (sign = 0; sign < 2; ++sign) {
+            sx = sign ? -x : x;
+            if (done || sx < lo || sx > hi) continue;
+            in[l++] = sx;
+            if (l < MHA__VL) continue;
+            mha__vstore(out, fn(mha__vload(in)));
+            for (i = 0; i < MHA__VL; ++i) {
+                e = ulp_err(out[i], ref((double)in[i]));
+                if (e > worst) worst = e, *at = in[i];
+            }
+            l = 0;
         }
     }
+    return worst;
+}
+
+static void test_vexp(uint32_t stride) {
+    double worst, at = 0.0;
+    float y;
+    uint32_t u, bits_lo;
+    int below_zero = 1;
+    worst = sweep(mha__vexp, exp, -87.33654f, 88.0f, stride, &at);
     printf("vector exp (%s): max error %.3f ulp on [-87.34, 88] (at x = %.9g)\n", MHA__SIMD_NAME, worst, at);
     CHECK(worst <= 2.0, "vector exp within 2 ulp: %.3f", worst);
     y = nextafterf(-87.33654475f, -INFINITY); /* the float below the threshold */
@@ -357,25 +370,10 @@ static float vtanh1(float x) {
     return out[0];
 }
 
-static void test_vtanh(void) {
-    double worst = 0.0, at = 0.0, e;
-    float x, y;
-    uint32_t u;
-    /* every 331st float of [-10, 10] from the smallest normal up, both signs */
-    for (x = 1.1754944e-38f; x <= 10.0f;) {
-        float in[MHA__VL], out[MHA__VL];
-        int l;
-        for (l = 0; l < MHA__VL; ++l) {
-            in[l] = l % 2 ? -x : x;
-            if (l % 2)
-                for (u = 0; u < 331; ++u) x = nextafterf(x, 100.0f);
-        }
-        mha__vstore(out, mha__vtanh(mha__vload(in)));
-        for (l = 0; l < MHA__VL; ++l) {
-            e = ulp_err(out[l], tanh((double)in[l]));
-            if (e > worst) worst = e, at = in[l];
-        }
-    }
+static void test_vtanh(uint32_t stride) {
+    double worst, at = 0.0;
+    float y;
+    worst = sweep(mha__vtanh, tanh, -10.0f, 10.0f, stride, &at);
     printf("vector tanh (%s): max error %.3f ulp on [-10, 10] (at x = %.9g)\n", MHA__SIMD_NAME, worst, at);
     CHECK(worst <= 2.0, "vector tanh within 2 ulp: %.3f", worst);
     CHECK(vtanh1(20.0f) == 1.0f && vtanh1(-1e30f) == -1.0f && vtanh1(INFINITY) == 1.0f && vtanh1(0.0f) == 0.0f,
@@ -384,13 +382,17 @@ static void test_vtanh(void) {
     CHECK(y != y, "vector tanh: NaN stays NaN");
 }
 
-int main(void) {
-    printf("fast path: %s, MR %d, NR %d\n", MHA__SIMD_NAME, MHA__MR, MHA__NR);
-    test_random_problems();
+/* test_fast [PROBLEMS [STRIDE]]: 240 random problems and every 331st float
+   magnitude in the exp and tanh sweeps by default. */
+int main(int argc, char **argv) {
+    int problems = argc > 1 ? atoi(argv[1]) : 240;
+    uint32_t stride = argc > 2 ? (uint32_t)atoi(argv[2]) : 331u;
+    printf("fast path: %s, MR %d, NR %d\n", MHA__SIMD_NAME, (int)MHA__MR, (int)MHA__NR);
+    test_random_problems(problems);
     test_non_finite();
     test_parallel_and_packed();
     test_workspace();
-    test_vexp();
-    test_vtanh();
+    test_vexp(stride);
+    test_vtanh(stride);
     return tu_summary();
 }

@@ -8,7 +8,9 @@
 #   test, and examples/firmware;
 #   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h);
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
-#   program, the fuzz corpus replay and the threads test included;
+#   program, the fuzz corpus replay and the threads test included, and the
+#   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
+#   reference, plus the suite on it;
 #   Cortex-M0+ and RISC-V rv32imac: compile only, with -Werror;
 #   a bare Cortex-M4F image around mha.h, checked with nm for heap and
 #   double-precision helpers.
@@ -83,10 +85,15 @@ linux() { # linux NAME RUNNER CC ARGS...
     build "$B/$name-mathf" "$@" -O2 -std=c99 -DMATHF_STRIDE=401u -Itests tests/test_mathf.c -lm || ok=0
     build "$B/$name-static" "$@" -O2 $STRICT $extra tests/static_a.c tests/static_b.c tests/static_main.c -lm || ok=0
     build "$B/$name-twice" "$@" -O2 $STRICT $extra tests/include_twice.c -lm || ok=0
+    # the fast path: NEON on aarch64, the portable code on s390x and i386
+    build "$B/$name-fast" "$@" -O2 $STRICT $extra -Wno-conversion -Wno-double-promotion -Itests tests/test_fast.c -lm ||
+        ok=0
+    build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $SUITE -lm || ok=0
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "$runner $B/$name-mha" "$runner $B/$name-hostile" "$runner $B/$name-replay $CORPUS" \
-        "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" 2>&1)
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL' | sed "s|$CORPUS|corpus|"
+        "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" \
+        "$runner $B/$name-fast" "$runner $B/$name-mha-fast" 2>&1)
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
 }
 linux s390x qemu-s390x s390x-linux-gnu-gcc -static

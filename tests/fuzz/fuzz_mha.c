@@ -122,6 +122,10 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_v));
     total = fz_add(fz_mul(total, 4u), 64u);
     if (total > limit) return MHA_ERR_OVERFLOW;
+#if defined(MHA_FAST) && MHA_FAST
+    /* the fast path needs its own amount (exactness: tests/test_fast.c), with the same overflow verdict */
+    total = (fz_u)mha_workspace_size(s, batch, n, m);
+#endif
     if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
     if (mask && mask->valid_lens) {
         per = mask->valid_lens_per_query ? n : 1;
