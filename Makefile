@@ -14,6 +14,7 @@
 #   make size       the size and stack table of README.md, regenerated
 #   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference
 #   make peers      mha.h against PyTorch and an OpenBLAS composition, alternating (bench/peers.py)
+#   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
 #   make install    copy mha.h to $(PREFIX)/include
 
 CC      ?= cc
@@ -59,7 +60,7 @@ EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
-        install clean
+        callgrind install clean
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
@@ -194,6 +195,10 @@ bench: $(BUILD)/bench
 
 peers: $(BUILD)/bench $(BUILD)/blas_mha
 	$(PYTHON) bench/peers.py
+
+# Instruction counts of one call (T and M; AVX2 and portable builds), as in README.md.
+callgrind:
+	@sh bench/callgrind.sh
 
 install:
 	mkdir -p $(DESTDIR)$(PREFIX)/include

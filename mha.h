@@ -846,6 +846,22 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda
     MHA__EACH_ROW(MHA__K_STORE)
 }
 
+/* The same for a panel whose columns past VL are padding: one vector wide. */
+#define MHA__K1_INIT(r) mha__v c0_##r = acc ? mha__vload(c + (r) * ldc) : i0;
+#define MHA__K1_FMA(r) c0_##r = mha__vfma(mha__vset(a[(r) * lda + p]), b0, c0_##r);
+#define MHA__K1_STORE(r) mha__vstore(c + (r) * ldc, c0_##r);
+MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
+                                             int acc, const float *bias) {
+    mha__v b0, i0 = bias ? mha__vload(bias) : mha__vset(0.0f);
+    size_t p;
+    MHA__EACH_ROW(MHA__K1_INIT)
+    for (p = 0; p < k; ++p, b += MHA__NR) {
+        b0 = mha__vload(b);
+        MHA__EACH_ROW(MHA__K1_FMA)
+    }
+    MHA__EACH_ROW(MHA__K1_STORE)
+}
+
 /* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
    panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. Reads
    NR rows side by side, so that the writes are sequential. */
@@ -928,7 +944,10 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                     for (r = 0; r < rh; ++r)
                         for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * g->ldc + j];
                 }
-                mha__kernel(kl, a, lda, bq, t, MHA__NR, acc, bias);
+                if (cw <= MHA__VL)
+                    mha__kernel1(kl, a, lda, bq, t, MHA__NR, acc, bias);
+                else
+                    mha__kernel(kl, a, lda, bq, t, MHA__NR, acc, bias);
                 for (r = 0; r < rh; ++r)
                     for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
             }
