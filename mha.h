@@ -934,6 +934,10 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                     mha__kernel(kl, a, lda, bq, c, g->ldc, acc, bias);
                     continue;
                 }
+                if (rh == MHA__MR && cw == MHA__VL) {
+                    mha__kernel1(kl, a, lda, bq, c, g->ldc, acc, bias);
+                    continue;
+                }
                 /* an edge tile, through t: the bias and C only where they exist */
                 if (bias && cw < MHA__NR) {
                     for (j = 0; j < MHA__NR; ++j) t[j] = j < cw ? bias[j] : 0.0f;
