@@ -767,7 +767,7 @@ MHA__PRIVATE int mha__vbad(mha__v x) {
 #endif
 
 #define MHA__NR ((size_t)2 * MHA__VL) /* micro-kernel columns: two vectors */
-#define MHA__KC ((size_t)256)  /* K block of the GEMMs: an NR-wide B panel of KC rows stays in L1 */
+#define MHA__KC ((size_t)128)  /* K block of the GEMMs: B panels of a 64-wide head and the A tile stay in L1 */
 #define MHA__KB ((size_t)128)  /* keys per block of the fused attention */
 #define MHA__QR ((size_t)4 * MHA__MR) /* query rows per tile of the fused attention */
 #define MHA__SLOTS ((size_t)32)  /* tiles' scratch slots: tasks of the attention step at most */
