@@ -317,9 +317,11 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #if defined(__GNUC__) || defined(__clang__)
 #define MHA__PRIVATE static __attribute__((unused))
 #define MHA__NOINLINE __attribute__((noinline))
+#define MHA__INLINE static __inline__ __attribute__((always_inline, unused))
 #else
 #define MHA__PRIVATE static
 #define MHA__NOINLINE
+#define MHA__INLINE static
 #endif
 
 #ifdef __cplusplus
@@ -1578,8 +1580,10 @@ MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch
     return mha__workspace_size(shape, batch, n, m, 0);
 }
 
-/* mha_forward and its two variants: the sizes, the arguments, then the run. */
-MHA__PRIVATE mha_status mha__forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+/* mha_forward and its two variants: the sizes, the arguments, then the run.
+   Inlined, so that under MHA_FAST 0 mha_forward has no extra call level (the
+   variants then call mha_forward). */
+MHA__INLINE mha_status mha__forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
                                      const float *queries, const float *keys, const float *values,
                                      const mha_mask *mask, float *out, float *attn, void *workspace,
                                      size_t workspace_bytes, int fast, mha_parallel_for parallel_for, void *user) {
@@ -1614,16 +1618,26 @@ MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weight
                                         int32_t m, const float *queries, const float *keys, const float *values,
                                         const mha_mask *mask, float *out, float *attn, void *workspace,
                                         size_t workspace_bytes) {
+#if MHA_FAST
     return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 0,
                         NULL, NULL);
+#else
+    return mha_forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes);
+#endif
 }
 
 MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                        int32_t m, const float *queries, const float *keys, const float *values,
                                        const mha_mask *mask, float *out, float *attn, void *workspace,
                                        size_t workspace_bytes, mha_parallel_for parallel_for, void *user) {
+#if MHA_FAST
     return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 1,
                         parallel_for, user);
+#else
+    (void)parallel_for;
+    (void)user;
+    return mha_forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes);
+#endif
 }
 
 MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
