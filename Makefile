@@ -6,7 +6,7 @@
 #   make matrix     strict builds with gcc, clang, g++, tcc and -m32, each run
 #   make refcheck   regenerate the PyTorch vectors into a scratch folder and run the suite on them
 #   make valgrind   the test programs (not the math sweep) under valgrind memcheck (--error-exitcode=1)
-#   make tsan       the threads test under -fsanitize=thread (clang)
+#   make tsan       the threads test, and the fast path on two threads, under -fsanitize=thread (clang)
 #   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang); make fuzz-fast: on the fast path
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
@@ -142,7 +142,9 @@ valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_
 
 tsan: | $(BUILD)
 	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
-	@sh tests/run.sh $(BUILD)/tsan_threads
+	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_FAST_THREADS $(FASTMHA) -Itests \
+	    tests/test_fast.c -o $(BUILD)/tsan_fast $(LDLIBS) -pthread
+	@sh tests/run.sh $(BUILD)/tsan_threads "$(BUILD)/tsan_fast 40"
 
 # libFuzzer grows a scratch copy of the committed corpus; prints the execution count.
 fuzz: | $(BUILD)

@@ -819,8 +819,8 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
 
 /* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : bias or 0) + a b,
    with a [MR][k] (row stride lda), b one packed panel [k][NR] and bias NULL
-   or [NR] for every row. Written out row
-   by row (MHA__EACH_ROW) so that the 2 MR accumulators stay in registers. */
+   or [NR] for every row. Written out row by row (MHA__EACH_ROW) so that the
+   2 MR accumulators stay in registers. */
 #define MHA__ROWS4(X) X(0) X(1) X(2) X(3)
 #define MHA__ROWS6(X) MHA__ROWS4(X) X(4) X(5)
 #define MHA__ROWS8(X) MHA__ROWS6(X) X(6) X(7)
@@ -1049,7 +1049,7 @@ MHA__PRIVATE const float *mha__packed(const mha__ctx *c) {
     return (const float *)(const void *)p + MHA__PACK_SKIP;
 }
 
-/* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KB-1:
+/* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KVB-1:
    K projected into kp and packed into kt, V projected straight into its
    packed panels in vt. Task `block` of the kv step. */
 MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
