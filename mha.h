@@ -34,9 +34,16 @@
        MHA_NO_STATUS_STRINGS  0/1  mha_status_string() returns ""           (impl)
        MHA_NO_LIBM            0/1  own exp, tanh, sqrt instead of libm's    (impl)
        MHA_NO_ADDITIVE        0/1  compile out additive scoring             (impl)
+       MHA_FAST               0/1  mha_forward takes the fast path          (impl)
+       MHA_NO_SIMD            0/1  the fast path's portable code only       (impl)
        MHA_EXPF(x) MHA_TANHF(x) MHA_SQRTF(x)   math functions to use        (impl)
    No option changes a struct or prototype. The implementation calls no libc
    function; with MHA_NO_LIBM it needs no libm and builds -ffreestanding.
+
+   Fast path (MHA_FAST 1): packed GEMMs and a fused attention that never
+   holds the n x m scores, for the vector unit the compiler targets
+   (AVX-512F, AVX2+FMA, NEON, else portable C); see the README. The plain
+   reference path stays compiled: mha_forward_reference, mha_head.
 
    Memory: the library never allocates; the caller passes a workspace of
    mha_workspace_size() bytes (any alignment), or MHA_WORKSPACE_BYTES() for a
@@ -143,14 +150,16 @@ typedef struct mha_weight_counts {
 MHADEF const char *mha_status_string(mha_status status);
 
 /* Bytes of workspace that mha_forward(shape, ., batch, n, m, ...) needs, at any
-   alignment; mha_workspace_size(shape, 1, 1, m) is what mha_head needs.
-   Returns 0 when the shape or a count is invalid, or when the byte count of
-   the workspace, a weight, queries, keys, values or out overflows size_t
-   (mha_forward then tells which; an overflow of attn or of a [batch][n][m]
-   mask only mha_forward can see). Equal to MHA_WORKSPACE_BYTES() below. */
+   alignment. Returns 0 when the shape or a count is invalid, or when the byte
+   count of the workspace, a weight, queries, keys, values or out overflows
+   size_t (mha_forward then tells which; an overflow of attn or of a
+   [batch][n][m] mask only mha_forward can see). Under MHA_FAST 0 it equals
+   mha_reference_workspace_size() and MHA_WORKSPACE_BYTES() below; under
+   MHA_FAST 1 it is the fast path's need, which has no n x m term. */
 MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 
-/* The same number as a constant expression, for static buffers. Pass the real
+/* The reference path's number as a constant expression, for static buffers
+   (firmware builds, MHA_FAST 0). Pass the real
    kv_heads (not 0), and p_a = 0 for dot scoring. Evaluated in size_t: the
    caller makes sure it does not overflow. */
 #define MHA_WORKSPACE_BYTES(heads, kv_heads, p_q, p_k, p_v, p_a, m)                           \
@@ -187,8 +196,8 @@ MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int3
 
 /* The reference path, always compiled: mha_forward's contract, computed by the
    plain loops that serve as the oracle for the fast path. Its workspace is
-   mha_reference_workspace_size() bytes (= MHA_WORKSPACE_BYTES()). Under
-   MHA_FAST 0 mha_forward is this function. */
+   mha_reference_workspace_size() bytes (= MHA_WORKSPACE_BYTES(); independent
+   of batch and n). Under MHA_FAST 0 mha_forward is this function. */
 MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                         int32_t m, const float *queries, const float *keys, const float *values,
                                         const mha_mask *mask, float *out, float *attn, void *workspace,
@@ -224,7 +233,8 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
 /* Head `head` (0-based) for one query: head_out = h_i of the formula above.
      query [d_q], keys [m][d_k], values [m][d_v], in; head_out [p_v], out.
      valid_len: keys j >= valid_len are masked (pass m for none); 0 <= valid_len <= m.
-     workspace: mha_workspace_size(shape, 1, 1, m) bytes.
+     workspace: mha_reference_workspace_size(shape, 1, 1, m) bytes (what
+                mha_workspace_size(shape, 1, 1, m) gives under MHA_FAST 0).
    Needs w_q, w_k, w_v (and a_q, a_k, a_v for additive); w_o is not used.
    Returns as mha_forward; a head outside [0, heads) is MHA_ERR_SHAPE. */
 MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t head, const float *query,
@@ -675,7 +685,8 @@ typedef __m512 mha__v;
 /* t where a < b, else f */
 #define mha__vselect_lt(a, b, t, f) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), f, t)
 /* 2^k for integral k in [-126, 127] */
-#define mha__vpow2(k) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23))
+#define mha__vpow2(k)                                                                                    \
+    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23))
 #define mha__vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 /* y where !(x < lo), else 0 */
 #define mha__vzero_below(y, x, lo) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)
@@ -701,7 +712,8 @@ typedef __m256 mha__v;
 #define mha__vmin(a, b) _mm256_min_ps(a, b)
 #define mha__vdiv(a, b) _mm256_div_ps(a, b)
 #define mha__vselect_lt(a, b, t, f) _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ))
-#define mha__vpow2(k) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23))
+#define mha__vpow2(k)                                                                                    \
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23))
 #define mha__vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define mha__vzero_below(y, x, lo) _mm256_and_ps(y, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ))
 #define mha__vbad(x) (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ)) != 0)
@@ -739,7 +751,8 @@ typedef float32x4_t mha__v;
 #define MHA__KVB ((size_t)32) /* key rows per task of the K, V step: a multiple of MR and NR */
 #define MHA__EACH_ROW MHA__ROWS4
 typedef struct mha__v { float f[MHA__VL]; } mha__v;
-#define MHA__VOP(body) mha__v r; int l; for (l = 0; l < MHA__VL; ++l) body; return r /* NOLINT(bugprone-macro-parentheses) */
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): body is a statement */
+#define MHA__VOP(body) mha__v r; int l; for (l = 0; l < MHA__VL; ++l) body; return r
 MHA__PRIVATE mha__v mha__vload(const float *p) { MHA__VOP(r.f[l] = p[l]); }
 MHA__PRIVATE void mha__vstore(float *p, mha__v x) { int l; for (l = 0; l < MHA__VL; ++l) p[l] = x.f[l]; }
 MHA__PRIVATE mha__v mha__vset(float x) { MHA__VOP(r.f[l] = x); }
@@ -758,7 +771,9 @@ MHA__PRIVATE mha__v mha__vround(mha__v x) { /* to the nearest integer, halves aw
                           ? (float)(int32_t)(x.f[l] + (x.f[l] < 0.0f ? -0.5f : 0.5f))
                           : 0.0f);
 }
-MHA__PRIVATE mha__v mha__vpow2(mha__v k) { MHA__VOP(r.f[l] = mha__from_bits((uint32_t)((int32_t)k.f[l] + 127) << 23)); }
+MHA__PRIVATE mha__v mha__vpow2(mha__v k) {
+    MHA__VOP(r.f[l] = mha__from_bits((uint32_t)((int32_t)k.f[l] + 127) << 23));
+}
 MHA__PRIVATE mha__v mha__vzero_below(mha__v y, mha__v x, mha__v lo) { MHA__VOP(r.f[l] = x.f[l] < lo.f[l] ? 0.0f : y.f[l]); }
 MHA__PRIVATE int mha__vbad(mha__v x) {
     int l, bad = 0;
@@ -769,7 +784,7 @@ MHA__PRIVATE int mha__vbad(mha__v x) {
 #endif
 
 #define MHA__NR ((size_t)2 * MHA__VL) /* micro-kernel columns: two vectors */
-#define MHA__KC ((size_t)128)  /* K block of the GEMMs: B panels of a 64-wide head and the A tile stay in L1 */
+#define MHA__KC ((size_t)128)  /* K block of the GEMMs: a 64-wide head's B panels and A tile stay in L1 */
 #define MHA__KB ((size_t)128)  /* keys per block of the fused attention */
 #define MHA__QR ((size_t)4 * MHA__MR) /* query rows per tile of the fused attention */
 #define MHA__SLOTS ((size_t)32)  /* tiles' scratch slots: tasks of the attention step at most */
