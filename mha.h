@@ -774,7 +774,9 @@ MHA__PRIVATE mha__v mha__vround(mha__v x) { /* to the nearest integer, halves aw
 MHA__PRIVATE mha__v mha__vpow2(mha__v k) {
     MHA__VOP(r.f[l] = mha__from_bits((uint32_t)((int32_t)k.f[l] + 127) << 23));
 }
-MHA__PRIVATE mha__v mha__vzero_below(mha__v y, mha__v x, mha__v lo) { MHA__VOP(r.f[l] = x.f[l] < lo.f[l] ? 0.0f : y.f[l]); }
+MHA__PRIVATE mha__v mha__vzero_below(mha__v y, mha__v x, mha__v lo) {
+    MHA__VOP(r.f[l] = x.f[l] < lo.f[l] ? 0.0f : y.f[l]);
+}
 MHA__PRIVATE int mha__vbad(mha__v x) {
     int l, bad = 0;
     for (l = 0; l < MHA__VL; ++l) bad |= !(x.f[l] <= FLT_MAX);
