@@ -296,6 +296,21 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #endif
 
 #include <float.h>
+/* the fast path's vector intrinsics (outside extern "C", as C++ needs) */
+#if MHA_FAST && !MHA_NO_SIMD && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+/* g++ 12 reports the AVX-512 headers' own self-initialised placeholders */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
+#elif MHA_FAST && !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
 
 #if MHA_NO_LIBM
 #ifndef MHA_EXPF
@@ -664,7 +679,6 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
 #if MHA_FAST
 
 #if !MHA_NO_SIMD && defined(__AVX512F__)
-#include <immintrin.h>
 #define MHA__SIMD_NAME "avx512f"
 #define MHA__CLEAN() _mm256_zeroupper() /* leave no dirty upper state to SSE code (libm) */
 #define MHA__VL 16
@@ -693,7 +707,6 @@ typedef __m512 mha__v;
 /* nonzero when a lane of x is NaN or > FLT_MAX */
 #define mha__vbad(x) (_mm512_cmp_ps_mask(x, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0)
 #elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
 #define MHA__SIMD_NAME "avx2+fma"
 #define MHA__CLEAN() _mm256_zeroupper()
 #define MHA__VL 8
@@ -718,7 +731,6 @@ typedef __m256 mha__v;
 #define mha__vzero_below(y, x, lo) _mm256_and_ps(y, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ))
 #define mha__vbad(x) (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ)) != 0)
 #elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
-#include <arm_neon.h>
 #define MHA__SIMD_NAME "neon"
 #define MHA__CLEAN() ((void)0)
 #define MHA__VL 4

@@ -77,8 +77,10 @@ if has avx512f; then
     stage "gcc MHA_FAST=1 AVX-512F" fast_cc gcc -mavx512f -mfma
     stage "clang MHA_FAST=1 AVX-512F" fast_cc clang -mavx512f -mfma
 fi
-stage "g++ MHA_FAST=1 (implementation as C++, AVX2 and portable)" sh -c \
-    "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -mavx2 -mfma \
+stage "g++ MHA_FAST=1 (implementation as C++: AVX-512F, AVX2 and portable)" sh -c \
+    "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -mavx512f -mfma \
+         -x c++ -c tests/test_impl.c -o $B/fcpp512.o &&
+     g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -mavx2 -mfma \
          -x c++ -c tests/test_impl.c -o $B/fcpp.o &&
      g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -DMHA_NO_SIMD=1 \
          -x c++ -c tests/test_impl.c -o $B/fcpp2.o"
