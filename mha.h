@@ -353,31 +353,23 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 extern "C" {
 #endif
 
-/* ---- bits of a float --------------------------------------------------------- */
-
-/* Copies the 4 bytes of a float or uint32_t: bit casts without type punning
-   or libc (GCC and clang turn the builtin into a register move). */
-#if defined(__GNUC__) || defined(__clang__)
-#define MHA__COPY4(dst, src) __builtin_memcpy(dst, src, 4)
-#else
-MHA__PRIVATE void mha__copy4(void *dst, const void *src) {
-    unsigned char *d = (unsigned char *)dst;
-    const unsigned char *s = (const unsigned char *)src;
-    int i;
-    for (i = 0; i < 4; ++i) d[i] = s[i];
-}
-#define MHA__COPY4(dst, src) mha__copy4(dst, src)
-#endif
-MHA__PRIVATE uint32_t mha__bits(float f) {
-    uint32_t u = 0;
-    MHA__COPY4(&u, &f);
-    return u;
-}
+/* ---- bits of a float (MHA_NO_LIBM, MHA_FAST) ------------------------------- */
+#if MHA_NO_LIBM || MHA_FAST
+/* The float whose bits are u, without type punning or libc (GCC and clang
+   turn the builtin into a register move). */
 MHA__PRIVATE float mha__from_bits(uint32_t u) {
     float f = 0.0f;
-    MHA__COPY4(&f, &u);
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_memcpy(&f, &u, 4);
+#else
+    unsigned char *d = (unsigned char *)&f;
+    const unsigned char *s = (const unsigned char *)&u;
+    int i;
+    for (i = 0; i < 4; ++i) d[i] = s[i];
+#endif
     return f;
 }
+#endif
 
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
 #if MHA_NO_LIBM

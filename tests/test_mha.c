@@ -552,6 +552,75 @@ static void test_numbers(void) {
     tu_problem_free(&p);
 }
 
+/* The entry points beside mha_forward, in whichever build this is: the
+   parallel variant gives mha_forward's result bit for bit (the reference
+   build ignores its parallel-for), the reference variant agrees with it, and
+   the packing functions check their arguments (under MHA_FAST 0 there is
+   nothing to pack: size 0, and packing is a no-op that succeeds). */
+static int serial_calls;
+static void serial_for(void *user, mha_task task, void *arg, int32_t count) {
+    int32_t i;
+    (void)user;
+    ++serial_calls;
+    for (i = 0; i < count; ++i) task(arg, i);
+}
+static void test_entry_points(void) {
+    mha_shape s = shape_of(3, 1, 5, 4, 6, 2, 3, 7, 0);
+    tu_problem p;
+    size_t n_out = 2 * 4 * 7, rb, pb;
+    float *a, *b;
+    void *rws, *pack;
+    mha_weights w;
+    tu_problem_make(&p, &s, 2, 4, 6, 1);
+    a = (float *)malloc(n_out * sizeof(float));
+    b = (float *)malloc(n_out * sizeof(float));
+    CHECK(tu_forward(&p, NULL, NULL) == MHA_OK, "entry points: mha_forward");
+    memcpy(a, p.out, n_out * sizeof(float));
+    CHECK(mha_forward_parallel(&s, &p.w, 2, 4, 6, p.q, p.k, p.v, NULL, b, NULL, p.ws, p.ws_bytes, serial_for, NULL) ==
+                  MHA_OK &&
+              memcmp(a, b, n_out * sizeof(float)) == 0,
+          "mha_forward_parallel equals mha_forward bit for bit");
+#if defined(MHA_FAST) && MHA_FAST
+    CHECK(serial_calls > 0, "MHA_FAST 1: the parallel-for is used");
+#else
+    CHECK(serial_calls == 0, "MHA_FAST 0: the parallel-for is not used");
+#endif
+    CHECK(mha_forward_parallel(&s, &p.w, 2, 4, 6, p.q, p.k, NULL, NULL, b, NULL, p.ws, p.ws_bytes, serial_for, NULL) ==
+              MHA_ERR_NULL,
+          "mha_forward_parallel checks as mha_forward");
+    rb = mha_reference_workspace_size(&s, 2, 4, 6);
+    rws = malloc(rb);
+    CHECK(mha_forward_reference(&s, &p.w, 2, 4, 6, p.q, p.k, p.v, NULL, b, NULL, rws, rb) == MHA_OK &&
+              tu_max_diff(a, b, n_out) <= 1e-5f * (1.0f + tu_max_abs(a, n_out)),
+          "mha_forward_reference agrees with mha_forward");
+    CHECK(mha_forward_reference(&s, &p.w, 2, 4, 6, p.q, p.k, p.v, NULL, b, NULL, rws, rb - 1) == MHA_ERR_WORKSPACE,
+          "mha_forward_reference: one byte short");
+    CHECK(mha_reference_workspace_size(NULL, 1, 1, 1) == 0 && mha_packed_weights_size(NULL) == 0,
+          "sizes of a NULL shape are 0");
+    pb = mha_packed_weights_size(&s);
+    pack = malloc(pb + 1);
+    w = p.w;
+    w.w_o = NULL;
+    CHECK(mha_pack_weights(NULL, &p.w, pack, pb) == MHA_ERR_NULL && mha_pack_weights(&s, NULL, pack, pb) == MHA_ERR_NULL &&
+              mha_pack_weights(&s, &w, pack, pb) == MHA_ERR_NULL,
+          "mha_pack_weights: NULL shape, weights or weight");
+    s.p_k = 0;
+    CHECK(mha_pack_weights(&s, &p.w, pack, pb) == MHA_ERR_SHAPE && mha_packed_weights_size(&s) == 0,
+          "mha_pack_weights: a bad shape");
+    s.p_k = 2;
+    CHECK(mha_pack_weights(&s, &p.w, pack, pb) == MHA_OK, "mha_pack_weights into its size");
+    w = p.w;
+    w.packed = pack;
+    CHECK(mha_forward(&s, &w, 2, 4, 6, p.q, p.k, p.v, NULL, b, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              memcmp(a, b, n_out * sizeof(float)) == 0,
+          "packed weights: the same result bit for bit");
+#if !(defined(MHA_FAST) && MHA_FAST)
+    CHECK(pb == 0, "MHA_FAST 0: nothing to pack");
+#endif
+    free(a); free(b); free(rws); free(pack);
+    tu_problem_free(&p);
+}
+
 int main(void) {
     test_reference_vectors();
     test_composition();
@@ -568,5 +637,6 @@ int main(void) {
     test_fully_masked();
     test_statuses();
     test_numbers();
+    test_entry_points();
     return tu_summary();
 }
