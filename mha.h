@@ -1391,11 +1391,10 @@ MHA__PRIVATE void mha__fast_par(mha__fast *f, mha_task task, size_t count) {
 /* The fast path, once every check has passed. */
 MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
     const mha_weights *w = c->w;
+    const float *packed = mha__packed(c); /* NULL: pack into the workspace here */
     mha__fast f;
-    size_t b, g, i, j;
+    size_t b, g, i, j, q, per_g, per_i;
     mha__fast_layout(&f, c);
-    const float *packed = mha__packed(c);
-    size_t per_g, per_i, q;
     mha__packed_bytes(c, &per_g, &per_i);
     for (b = 0; b < c->batch; ++b)
         for (g = 0; g < c->kv; ++g) {
