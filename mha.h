@@ -667,7 +667,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
    One kv head at a time: its K and V are projected, then its query heads
    attend, and each head's output is added into out through its block of W_o.
    Vector width at compile time: AVX-512F, AVX2+FMA, NEON (aarch64), or the
-   portable code (MHA_NO_SIMD 1, and every other target). */
+   portable code (MHA_NO_SIMD 1, and every other target): GNU C vectors where
+   the target has vector registers, else plain loops. */
 #if MHA_FAST
 
 #if !MHA_NO_SIMD && defined(__AVX512F__)
@@ -745,9 +746,71 @@ typedef float32x4_t mha__v;
 #define mha__vround(x) vrndnq_f32(x)
 #define mha__vzero_below(y, x, lo) vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, lo)))
 #define mha__vbad(x) (vminvq_u32(vcleq_f32(x, vdupq_n_f32(FLT_MAX))) == 0)
+#elif (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__AVX__))
+/* Portable, GNU C on a target with vector registers: the compilers' generic
+   vector extension (8 floats with AVX, else 4), which gcc and clang lower to
+   the target's SIMD at any -O level, with no autovectoriser in the way (gcc
+   -O3 vectorises the plain-loop form badly, several times slower). */
+#define MHA__SIMD_NAME "portable"
+#define MHA__CLEAN() ((void)0)
+#ifdef __AVX__
+#define MHA__VL 8
+#define MHA__MR 4
+#define MHA__KVB ((size_t)32) /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__EACH_ROW MHA__ROWS4
 #else
-/* Portable: a vector is 8 floats in a struct, each operation a loop of 8
-   that gcc and clang turn into SIMD instructions of the target. */
+#define MHA__VL 4
+#define MHA__MR 6
+#define MHA__KVB ((size_t)48)
+#define MHA__EACH_ROW MHA__ROWS6
+#endif
+typedef float mha__v __attribute__((vector_size(MHA__VL * 4)));
+typedef int32_t mha__vi __attribute__((vector_size(MHA__VL * 4)));
+MHA__PRIVATE mha__v mha__vload(const float *p) {
+    mha__v v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+MHA__PRIVATE void mha__vstore(float *p, mha__v x) { __builtin_memcpy(p, &x, sizeof x); }
+MHA__PRIVATE mha__v mha__vset(float x) { /* an initialiser, which both compilers make one broadcast */
+#if MHA__VL == 8
+    mha__v v = {x, x, x, x, x, x, x, x};
+#else
+    mha__v v = {x, x, x, x};
+#endif
+    return v;
+}
+#define mha__vfma(a, b, c) ((a) * (b) + (c))
+#define mha__vmul(a, b) ((a) * (b))
+#define mha__vadd(a, b) ((a) + (b))
+#define mha__vsub(a, b) ((a) - (b))
+#define mha__vdiv(a, b) ((a) / (b))
+/* t where the lane mask m is all ones, else f */
+MHA__PRIVATE mha__v mha__vblend(mha__vi m, mha__v t, mha__v f) {
+    return (mha__v)(((mha__vi)t & m) | ((mha__vi)f & ~m));
+}
+/* the second operand where the first is NaN, as on x86 */
+#define mha__vmax(a, b) mha__vblend((a) > (b), a, b)
+#define mha__vmin(a, b) mha__vblend((a) < (b), a, b)
+#define mha__vselect_lt(a, b, t, f) mha__vblend((a) < (b), t, f)
+MHA__PRIVATE mha__v mha__vround(mha__v x) { /* to the nearest integer, halves away from 0; NaN and huge: 0 */
+    mha__vi ok = (x > mha__vset(-8388608.0f)) & (x < mha__vset(8388608.0f));
+    mha__v h = mha__vblend(x < mha__vset(0.0f), mha__vset(-0.5f), mha__vset(0.5f));
+    return mha__vblend(ok, __builtin_convertvector(__builtin_convertvector(mha__vblend(ok, x + h, mha__vset(0.0f)), mha__vi), mha__v), mha__vset(0.0f));
+}
+MHA__PRIVATE mha__v mha__vpow2(mha__v k) { /* 2^k for integral k in [-126, 127] */
+    return (mha__v)((__builtin_convertvector(k, mha__vi) + 127) << 23);
+}
+MHA__PRIVATE mha__v mha__vzero_below(mha__v y, mha__v x, mha__v lo) { return mha__vblend(x < lo, mha__vset(0.0f), y); }
+MHA__PRIVATE int mha__vbad(mha__v x) {
+    mha__vi ok = x <= mha__vset(FLT_MAX); /* false for NaN */
+    int l, bad = 0;
+    for (l = 0; l < MHA__VL; ++l) bad |= ok[l] == 0;
+    return bad;
+}
+#else
+/* Portable, other compilers and targets: a vector is 8 floats in a struct,
+   each operation a loop of 8. */
 #define MHA__SIMD_NAME "portable"
 #define MHA__CLEAN() ((void)0)
 #define MHA__VL 8

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Instruction counts of one mha_forward call (fast path, packed weights) on
 # the shapes T and M, for the AVX2+FMA build and the portable build
-# (MHA_NO_SIMD=1), under valgrind --tool=callgrind (which cannot run AVX-512
-# code). Counts only what runs inside the library's call (mha__run).
+# (MHA_NO_SIMD=1) at -O2 and -O3 (where gcc's autovectoriser once made the
+# portable code many times slower), under valgrind --tool=callgrind (which
+# cannot run AVX-512 code). Counts only what runs inside the library's call
+# (mha__run).
 #   bench/callgrind.sh            prints the table of README.md, "Benchmark"
 #   bench/callgrind.sh --check    also compares each count with README.md's
 #                                 (within 3 %) and prints "N passed, M failed"
@@ -11,11 +13,12 @@ CC=${CC:-cc}
 mkdir -p "$B"
 $CC -O2 -std=c99 -mavx2 -mfma bench/bench.c -o "$B/bench_avx2" -lm -pthread || exit 1
 $CC -O2 -std=c99 -DMHA_NO_SIMD=1 bench/bench.c -o "$B/bench_portable" -lm -pthread || exit 1
+$CC -O3 -std=c99 -DMHA_NO_SIMD=1 bench/bench.c -o "$B/bench_portable-O3" -lm -pthread || exit 1
 passed=0
 failed=0
 echo "| build | shape | instructions |"
 echo "|---|---|---|"
-for build in avx2 portable; do
+for build in avx2 portable portable-O3; do
     for shape in T M; do
         out=$(valgrind --tool=callgrind --toggle-collect=mha__run --callgrind-out-file="$B/callgrind.$build.$shape" \
             "$B/bench_$build" 0 "$shape" once 2>&1)
