@@ -699,6 +699,9 @@ typedef __m512 mha__v;
 #define mha__vzero_below(y, x, lo) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)
 /* nonzero when a lane of x is NaN or > FLT_MAX */
 #define mha__vbad(x) (_mm512_cmp_ps_mask(x, _mm512_set1_ps(FLT_MAX), _CMP_NLE_UQ) != 0)
+/* the sum and the max of the lanes (no NaN among them for the max) */
+#define mha__vhsum(x) _mm512_reduce_add_ps(x)
+#define mha__vhmax(x) _mm512_reduce_max_ps(x)
 #elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
 #define MHA__SIMD_NAME "avx2+fma"
 #define MHA__CLEAN() _mm256_zeroupper()
@@ -723,6 +726,16 @@ typedef __m256 mha__v;
 #define mha__vround(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define mha__vzero_below(y, x, lo) _mm256_and_ps(y, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ))
 #define mha__vbad(x) (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ)) != 0)
+MHA__PRIVATE float mha__vhsum(__m256 x) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+MHA__PRIVATE float mha__vhmax(__m256 x) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
 #elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
 #define MHA__SIMD_NAME "neon"
 #define MHA__CLEAN() ((void)0)
@@ -746,6 +759,8 @@ typedef float32x4_t mha__v;
 #define mha__vround(x) vrndnq_f32(x)
 #define mha__vzero_below(y, x, lo) vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), vcltq_f32(x, lo)))
 #define mha__vbad(x) (vminvq_u32(vcleq_f32(x, vdupq_n_f32(FLT_MAX))) == 0)
+#define mha__vhsum(x) vaddvq_f32(x)
+#define mha__vhmax(x) vmaxvq_f32(x)
 #elif (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__AVX__))
 /* Portable, GNU C on a target with vector registers: the compilers' generic
    vector extension (8 floats with AVX, else 4), which gcc and clang lower to
@@ -808,6 +823,18 @@ MHA__PRIVATE int mha__vbad(mha__v x) {
     for (l = 0; l < MHA__VL; ++l) bad |= ok[l] == 0;
     return bad;
 }
+MHA__PRIVATE float mha__vhsum(mha__v x) {
+    float t = x[0];
+    int l;
+    for (l = 1; l < MHA__VL; ++l) t += x[l];
+    return t;
+}
+MHA__PRIVATE float mha__vhmax(mha__v x) {
+    float t = x[0];
+    int l;
+    for (l = 1; l < MHA__VL; ++l) t = x[l] > t ? x[l] : t;
+    return t;
+}
 #else
 /* Portable, other compilers and targets: a vector is 8 floats in a struct,
    each operation a loop of 8. */
@@ -848,6 +875,18 @@ MHA__PRIVATE int mha__vbad(mha__v x) {
     int l, bad = 0;
     for (l = 0; l < MHA__VL; ++l) bad |= !(x.f[l] <= FLT_MAX);
     return bad;
+}
+MHA__PRIVATE float mha__vhsum(mha__v x) {
+    float t = x.f[0];
+    int l;
+    for (l = 1; l < MHA__VL; ++l) t += x.f[l];
+    return t;
+}
+MHA__PRIVATE float mha__vhmax(mha__v x) {
+    float t = x.f[0];
+    int l;
+    for (l = 1; l < MHA__VL; ++l) t = x.f[l] > t ? x.f[l] : t;
+    return t;
 }
 #undef MHA__VOP
 #endif
@@ -1187,9 +1226,8 @@ MHA__PRIVATE float mha__max(const float *x, size_t len, float mx) {
    sum. The vector code runs when mx is finite; exp(0) is exactly 1 there. */
 MHA__PRIVATE float mha__softmax(float *x, size_t len, float mx) {
     const float ninf = -(FLT_MAX * 2.0f);
-    float sum = 0.0f, lanes[MHA__VL];
+    float sum = 0.0f;
     size_t j;
-    int l;
     if (mx > ninf && mx <= FLT_MAX) {
         mha__v vm = mha__vset(mx), vs = mha__vset(0.0f), p;
         for (j = 0; j < len; j += MHA__VL) {
@@ -1197,9 +1235,7 @@ MHA__PRIVATE float mha__softmax(float *x, size_t len, float mx) {
             mha__vstore(x + j, p);
             vs = mha__vadd(vs, p);
         }
-        mha__vstore(lanes, vs);
-        for (l = 0; l < MHA__VL; ++l) sum += lanes[l];
-        return sum;
+        return mha__vhsum(vs);
     }
     for (j = 0; j < len; ++j) {
         x[j] = x[j] == ninf ? 0.0f : x[j] == mx ? 1.0f : MHA_EXPF(x[j] - mx);
@@ -1212,8 +1248,8 @@ MHA__PRIVATE float mha__softmax(float *x, size_t len, float mx) {
    is NaN), for len a multiple of VL: vector code unless a value is NaN or
    +inf. */
 MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
-    float lanes[MHA__VL];
     mha__v vm = mha__vset(-(FLT_MAX * 2.0f)), v;
+    float top;
     size_t j;
     int bad = !(mx <= FLT_MAX); /* +inf or NaN */
     for (j = 0; j < len && !bad; j += MHA__VL) {
@@ -1222,8 +1258,8 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
         vm = mha__vmax(vm, v);
     }
     if (bad) return mha__max(x, len, mx);
-    mha__vstore(lanes, vm);
-    return mha__max(lanes, MHA__VL, mx);
+    top = mha__vhmax(vm); /* no NaN here, and mx is -inf or finite */
+    return top > mx ? top : mx;
 }
 
 /* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st). When
