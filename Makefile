@@ -46,11 +46,13 @@ FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512
 FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
            "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast"
 FASTMHA  = -mavx2 -mfma
+IFSIMD   = sh tests/if_cpu.sh avx2,fma
 VGFAST   = "sh tests/if_cpu.sh avx2,fma valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast_avx2 240 4001"
 else
 FASTSIMD =
 FASTRUN  = $(BUILD)/test_mha_fast
 FASTMHA  =
+IFSIMD   =
 VGFAST   =
 endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
@@ -129,7 +131,8 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(HOSTILE) -o $(BUILD)/asan_hostile_fast $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
-	    $(BUILD)/asan_fast_simd $(BUILD)/asan_hostile_fast "$(BUILD)/asan_replay_fast $(CORPUS)"
+	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
+	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)"
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
 valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD)
@@ -144,7 +147,7 @@ tsan: | $(BUILD)
 	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
 	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_FAST_THREADS $(FASTMHA) -Itests \
 	    tests/test_fast.c -o $(BUILD)/tsan_fast $(LDLIBS) -pthread
-	@sh tests/run.sh $(BUILD)/tsan_threads "$(BUILD)/tsan_fast 40"
+	@sh tests/run.sh $(BUILD)/tsan_threads "$(IFSIMD) $(BUILD)/tsan_fast 40"
 
 # libFuzzer grows a scratch copy of the committed corpus; prints the execution count.
 fuzz: | $(BUILD)
