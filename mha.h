@@ -1034,6 +1034,27 @@ typedef struct mha__gemm_args {
     int acc;
 } mha__gemm_args;
 
+/* The common case: B panels of k rows (bps = k NR), C row-major (cps = NR),
+   no bias, no tail, C overwritten; callers set what differs. */
+MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const float *a, size_t lda, const float *b,
+                                    float *c, size_t ldc) {
+    mha__gemm_args g;
+    g.rows = rows;
+    g.cols = cols;
+    g.k = k;
+    g.lda = lda;
+    g.bps = k * MHA__NR;
+    g.ldc = ldc;
+    g.cps = MHA__NR;
+    g.a = a;
+    g.b = b;
+    g.bias = NULL;
+    g.c = c;
+    g.tail = NULL;
+    g.acc = 0;
+    return g;
+}
+
 MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     float t[MHA__MR * MHA__NR];
     size_t k0, kl, q, r0, rh, cw, r, j;
@@ -1180,34 +1201,19 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     const mha__ctx *c = f->c;
     const mha_weights *w = c->w;
     size_t j0 = (size_t)block * MHA__KVB, rows = c->m - j0 < MHA__KVB ? c->m - j0 : MHA__KVB, q, j;
-    mha__gemm_args g;
-    g.rows = rows;
-    g.cols = c->pk;
-    g.k = c->dk;
-    g.lda = c->dk;
-    g.bps = c->dk * MHA__NR;
-    g.ldc = c->pk;
-    g.cps = MHA__NR;
-    g.a = c->keys + (f->b * c->m + j0) * c->dk;
-    g.b = f->wk;
+    mha__gemm_args g = mha__mm(rows, c->pk, c->dk, c->keys + (f->b * c->m + j0) * c->dk, c->dk, f->wk,
+                               f->kp + j0 * c->pk, c->pk);
     g.bias = w->b_k ? w->b_k + f->g * c->pk : NULL;
-    g.c = f->kp + j0 * c->pk;
     g.tail = f->tail;
-    g.acc = 0;
     mha__gemm(&g);
     mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, f->kt + j0 * c->pk);
     for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
         for (j = 0; j < rows * MHA__NR; ++j) f->vt[q * f->mr * MHA__NR + j0 * MHA__NR + j] = 0.0f;
-    g.cols = c->pv;
-    g.k = c->dv;
-    g.lda = c->dv;
-    g.bps = c->dv * MHA__NR;
-    g.ldc = MHA__NR;
-    g.cps = f->mr * MHA__NR;
-    g.a = c->values + (f->b * c->m + j0) * c->dv;
-    g.b = f->wv;
+    g = mha__mm(rows, c->pv, c->dv, c->values + (f->b * c->m + j0) * c->dv, c->dv, f->wv, f->vt + j0 * MHA__NR,
+                MHA__NR);
+    g.cps = f->mr * MHA__NR; /* straight into the packed panels */
     g.bias = w->b_v ? w->b_v + f->g * c->pv : NULL;
-    g.c = f->vt + j0 * MHA__NR;
+    g.tail = f->tail;
     mha__gemm(&g);
 }
 
@@ -1278,18 +1284,8 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
                                               f->vt[(a / MHA__NR) * f->mr * MHA__NR + (j0 + j) * MHA__NR + a % MHA__NR];
         return;
     }
-    g.rows = f->qr;
-    g.cols = c->pv;
-    g.k = cl;
-    g.lda = MHA__KB;
-    g.bps = f->mr * MHA__NR;
-    g.ldc = f->pvr;
-    g.cps = MHA__NR;
-    g.a = st;
-    g.b = f->vt + j0 * MHA__NR;
-    g.bias = NULL;
-    g.c = ot;
-    g.tail = NULL;
+    g = mha__mm(f->qr, c->pv, cl, st, MHA__KB, f->vt + j0 * MHA__NR, ot, f->pvr);
+    g.bps = f->mr * MHA__NR; /* V's panels hold every key */
     g.acc = 1;
     mha__gemm(&g);
 }
@@ -1330,33 +1326,14 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     mha__gemm_args g;
 
-    g.rows = rv; /* qt = queries W_q^(i)^T + b_q^(i) */
-    g.cols = c->pq;
-    g.k = c->dq;
-    g.lda = c->dq;
-    g.bps = c->dq * MHA__NR;
-    g.ldc = c->pq;
-    g.cps = MHA__NR;
-    g.a = c->queries + row0 * c->dq;
-    g.b = f->wq;
+    /* qt = queries W_q^(i)^T + b_q^(i) */
+    g = mha__mm(rv, c->pq, c->dq, c->queries + row0 * c->dq, c->dq, f->wq, qt, c->pq);
     g.bias = w->b_q ? w->b_q + i * c->pq : NULL;
-    g.c = qt;
     g.tail = f->tail;
-    g.acc = 0;
     mha__gemm(&g);
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
     if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
-        g.rows = R;
-        g.cols = c->pa;
-        g.k = c->pq;
-        g.lda = c->pq;
-        g.bps = c->pq * MHA__NR;
-        g.ldc = c->pa;
-        g.a = qt;
-        g.b = f->paq;
-        g.bias = NULL;
-        g.c = aq;
-        g.tail = NULL;
+        g = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq, aq, c->pa);
         mha__gemm(&g);
     }
 
@@ -1382,17 +1359,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
         if (MHA__ADDITIVE(c)) {
             mha__fast_additive(f, aq, rv, j0, cp, st);
         } else {
-            g.rows = R; /* st = q . k for keys j0 .. j0+cl-1 */
-            g.cols = cl;
-            g.k = c->pk;
-            g.lda = c->pq;
-            g.bps = c->pk * MHA__NR;
-            g.ldc = KB;
-            g.a = qt;
-            g.b = f->kt + j0 * c->pk;
-            g.bias = NULL;
-            g.c = st;
-            g.tail = NULL;
+            g = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB); /* st = q . k, keys j0.. */
             mha__gemm(&g);
         }
         for (r = 0; r < R; ++r) {
@@ -1456,17 +1423,9 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
             mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : 1.0f / l[r]);
     }
 
-    g.rows = rv; /* out (+)= h_i W_o^(i)^T, + b_o for head 0 */
-    g.cols = c->po;
-    g.k = c->pv;
-    g.lda = pvr;
-    g.bps = c->pv * MHA__NR;
-    g.ldc = c->po;
-    g.a = ot;
-    g.b = f->wo;
+    /* out (+)= h_i W_o^(i)^T, + b_o for head 0 */
+    g = mha__mm(rv, c->po, c->pv, ot, pvr, f->wo, c->out + row0 * c->po, c->po);
     g.bias = i == 0 ? w->b_o : NULL;
-    g.c = c->out + row0 * c->po;
-    g.tail = NULL;
     g.acc = i != 0;
     mha__gemm(&g);
 }
@@ -1528,20 +1487,8 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
                     f.wo = f.po;
                 }
                 if (MHA__ADDITIVE(c)) { /* akt = A_k^(i) K^T; A_q^(i) packed */
-                    mha__gemm_args ga;
-                    ga.rows = c->pa;
-                    ga.cols = c->m;
-                    ga.k = c->pk;
-                    ga.lda = c->pk;
-                    ga.bps = c->pk * MHA__NR;
-                    ga.ldc = f.mr;
-                    ga.cps = MHA__NR;
-                    ga.a = w->a_k + i * c->pa * c->pk;
-                    ga.b = f.kt;
-                    ga.bias = NULL;
-                    ga.c = f.akt;
+                    mha__gemm_args ga = mha__mm(c->pa, c->m, c->pk, w->a_k + i * c->pa * c->pk, c->pk, f.kt, f.akt, f.mr);
                     ga.tail = f.tail;
-                    ga.acc = 0;
                     mha__gemm(&ga);
                     for (q = 0; q < c->pa; ++q) /* padding keys: 0 */
                         for (j = c->m; j < f.mr; ++j) f.akt[q * f.mr + j] = 0.0f;
@@ -1554,6 +1501,21 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
 }
 #endif /* MHA_FAST */
 
+/* Workspace bytes of the call's path, SIZE_MAX on overflow. The fast path
+   keeps the reference's overflow verdict too, so both paths answer a call
+   alike. */
+#if MHA_FAST
+MHA__PRIVATE size_t mha__bytes(mha__ctx *c) {
+    size_t bytes = mha__layout(c, MHA__ROWS);
+    mha__fast f;
+    if (!c->fast || bytes == SIZE_MAX) return bytes;
+    c->ws = NULL; /* sizes only */
+    return mha__fast_layout(&f, c);
+}
+#else
+#define mha__bytes(c) mha__layout(c, MHA__ROWS)
+#endif
+
 /* mha_forward and mha_head once the shape is checked: the remaining checks,
    in the order of the error table, then the computation. */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, size_t workspace_bytes) {
@@ -1565,16 +1527,10 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
         return MHA_ERR_NULL;
     c->attn_h = c->attn ? c->h : 0;
     c->masked = mask && (mask->keep || mask->bias);
-    bytes = mha__layout(c, MHA__ROWS);
 #if MHA_FAST
     if (c->fast && w->packed && !mha__packed(c)) return MHA_ERR_SHAPE;
-    if (c->fast) {
-        mha__fast f;
-        c->ws = NULL;
-        /* the reference's overflow verdict too: both paths answer a call alike */
-        bytes = bytes == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f, c);
-    }
 #endif
+    bytes = mha__bytes(c);
     if (bytes == SIZE_MAX) return MHA_ERR_OVERFLOW;
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
     if (mask && mask->valid_lens)
@@ -1681,13 +1637,7 @@ MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, i
     mha__ctx c;
     size_t bytes;
     if (mha__call(&c, shape, &mha__no_weights, batch, n, m, fast) != MHA_OK) return 0;
-    bytes = mha__layout(&c, MHA__ROWS);
-#if MHA_FAST
-    if (c.fast) {
-        mha__fast f;
-        bytes = bytes == SIZE_MAX ? SIZE_MAX : mha__fast_layout(&f, &c);
-    }
-#endif
+    bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
