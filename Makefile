@@ -187,11 +187,11 @@ refcheck: | $(BUILD)
 
 # The benchmark is built for this machine's vector unit (BENCHFLAGS).
 BENCHFLAGS ?= -O2 -march=native
-$(BUILD)/bench: bench/bench.c mha.h | $(BUILD)
+$(BUILD)/bench: bench/bench.c bench/shapes.h tests/two_threads.h mha.h | $(BUILD)
 	$(CC) $(BENCHFLAGS) -std=c99 -Wall -Wextra -Werror $< -o $@ $(LDLIBS) -pthread
 
 # The OpenBLAS peer (libopenblas-dev): its softmax and tanh loops are vectorised by gcc.
-$(BUILD)/blas_mha: bench/blas_mha.c | $(BUILD)
+$(BUILD)/blas_mha: bench/blas_mha.c bench/shapes.h | $(BUILD)
 	$(CC) -O3 -march=native -ffast-math -std=c99 -Wall -Wextra -Werror $$(pkg-config --cflags openblas) $< -o $@ \
 	    $$(pkg-config --libs openblas) -lm
 

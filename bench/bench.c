@@ -5,7 +5,7 @@
      - the fast path, one thread: median and minimum time, GFLOP/s by the
        README's formula, and that as a percentage of the FMA peak which this
        program measures first (independent vector FMAs in registers);
-     - the fast path on 2 threads (a small pthread parallel-for);
+     - the fast path on 2 threads (tests/two_threads.h);
      - the reference path (mha_forward_reference), median, and the ratio of
        its time to the fast path's;
      - workspace bytes of each path.
@@ -28,27 +28,13 @@
 #include "../mha.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-typedef struct shape_row {
-    const char *name;
-    int32_t n, m, dq, dk, dv, heads, kv, pq, pv, po, pa; /* pa > 0: additive */
-} shape_row;
-
-/* The shapes (n, m, d, h, p) of the benchmark table in the README. */
-static const shape_row SHAPES[] = {
-    {"T", 16, 16, 64, 64, 64, 4, 4, 16, 16, 64, 0},
-    {"M", 256, 256, 512, 512, 512, 8, 8, 64, 64, 512, 0},
-    {"B", 256, 256, 768, 768, 768, 12, 12, 64, 64, 768, 0},
-    {"G", 200, 300, 256, 384, 384, 6, 6, 48, 80, 200, 0},
-    {"Q", 512, 512, 1024, 1024, 1024, 16, 4, 64, 64, 1024, 0},
-    {"A", 128, 128, 256, 256, 256, 4, 4, 64, 64, 256, 64},
-    {"L", 1024, 1024, 512, 512, 512, 8, 8, 64, 64, 512, 0},
-};
+#include "../tests/two_threads.h" /* a parallel-for on 2 pthreads */
+#include "shapes.h"                /* the table of shapes */
 
 static double now(void) {
     struct timespec ts;
@@ -113,37 +99,6 @@ static double peak_gflops(void) {
         if (t < best) best = t;
     }
     return 2.0 * (double)iters * 12.0 * MHA__VL / best * 1e-9;
-}
-
-/* A parallel-for on 2 threads: this thread runs the even indices, a helper the odd. */
-typedef struct job {
-    mha_task task;
-    void *arg;
-    int32_t count, first;
-} job;
-static void *run_job(void *p) {
-    job *j = (job *)p;
-    int32_t i;
-    for (i = j->first; i < j->count; i += 2) j->task(j->arg, i);
-    return NULL;
-}
-static void two_threads(void *user, mha_task task, void *arg, int32_t count) {
-    pthread_t th;
-    job a, b;
-    (void)user;
-    a.task = b.task = task;
-    a.arg = b.arg = arg;
-    a.count = b.count = count;
-    a.first = 0;
-    b.first = 1;
-    if (count < 2 || pthread_create(&th, NULL, run_job, &b) != 0) {
-        a.first = 0;
-        b.count = 0;
-        for (a.first = 0; a.first < count; ++a.first) task(arg, a.first);
-        return;
-    }
-    run_job(&a);
-    pthread_join(th, NULL);
 }
 
 static int cmp_double(const void *a, const void *b) {

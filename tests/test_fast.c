@@ -43,37 +43,8 @@ static void interleaved(void *user, mha_task task, void *arg, int32_t count) {
     for (i = 0; i < count; i += 2) task(arg, i);
 }
 
-#ifdef TEST_FAST_THREADS
-/* With -DTEST_FAST_THREADS (make tsan): a parallel-for on two real threads. */
-#include <pthread.h>
-typedef struct half {
-    mha_task task;
-    void *arg;
-    int32_t count, first;
-} half;
-static void *run_half(void *p) {
-    half *h = (half *)p;
-    int32_t i;
-    for (i = h->first; i < h->count; i += 2) h->task(h->arg, i);
-    return NULL;
-}
-static void two_threads(void *user, mha_task task, void *arg, int32_t count) {
-    pthread_t th;
-    half a, b;
-    (void)user;
-    a.task = b.task = task;
-    a.arg = b.arg = arg;
-    a.count = b.count = count;
-    a.first = 0;
-    b.first = 1;
-    if (pthread_create(&th, NULL, run_half, &b) != 0) {
-        b.first = 0; /* no thread: all of it here */
-        run_half(&b);
-        return;
-    }
-    run_half(&a);
-    pthread_join(th, NULL);
-}
+#ifdef TEST_FAST_THREADS /* make tsan: also on two real threads */
+#include "two_threads.h"
 #endif
 
 typedef struct stats {

@@ -1,0 +1,20 @@
+/* bench/shapes.h - the benchmark shapes of README.md, "Benchmark" (n, m, d, h, p),
+   shared by bench/bench.c and the OpenBLAS peer bench/blas_mha.c. */
+#ifndef BENCH_SHAPES_H
+#define BENCH_SHAPES_H
+
+typedef struct shape_row {
+    const char *name;
+    int n, m, dq, dk, dv, heads, kv, pq, pv, po, pa; /* pq = p_q = p_k; pa > 0: additive scoring */
+} shape_row;
+
+static const shape_row SHAPES[] = {
+    {"T", 16, 16, 64, 64, 64, 4, 4, 16, 16, 64, 0},
+    {"M", 256, 256, 512, 512, 512, 8, 8, 64, 64, 512, 0},
+    {"B", 256, 256, 768, 768, 768, 12, 12, 64, 64, 768, 0},
+    {"G", 200, 300, 256, 384, 384, 6, 6, 48, 80, 200, 0},
+    {"Q", 512, 512, 1024, 1024, 1024, 16, 4, 64, 64, 1024, 0},
+    {"A", 128, 128, 256, 256, 256, 4, 4, 64, 64, 256, 64},
+    {"L", 1024, 1024, 512, 512, 512, 8, 8, 64, 64, 512, 0},
+};
+#endif
