@@ -1106,58 +1106,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     }
 }
 
-/* One call of the fast path: the call's context, the workspace parts, and
-   the kv head / head / batch entry that the tasks are working on. */
-typedef struct mha__fast {
-    const mha__ctx *c;
-    size_t pqr, pkr, pvr, por, mr, slots; /* sizes rounded up to NR (m: to KB); scratch slots */
-    size_t qr;                            /* query rows of a tile: QR, or fewer for a small n */
-    const float *wq, *wk, *wv, *wo;       /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
-    float *pq, *pk, *pv, *po;             /* where they are packed when w->packed is NULL */
-    float *kp, *kt, *vt, *tail, *slot;    /* K [m][p_k]; K^T and V as packed panels; A tail; slots */
-    float *akt, *paq;                     /* additive: (A_k^(i) K^T) [p_a][mr], packed A_q^(i) */
-    size_t b, g, i, slot_floats;
-    int vbad;                             /* V of kv head g has a value that is not finite */
-} mha__fast;
-
 #define MHA__UP(x, k) (((x) + (k) - 1) / (k) * (k))
-
-/* Bytes of the fast path's workspace (SIZE_MAX on overflow); with f->c->ws
-   set, also its parts. Every part starts 64-byte aligned. */
-MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c) {
-    f->c = c;
-    size_t sz[11], t = 0, k, r, tiles;
-    float **ptr[11];
-    f->pqr = MHA__UP(c->pq, MHA__NR);
-    f->pkr = MHA__UP(c->pk, MHA__NR);
-    f->pvr = MHA__UP(c->pv, MHA__NR);
-    f->por = MHA__UP(c->po, MHA__NR);
-    f->mr = MHA__UP(c->m, MHA__NR);
-    f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR) : MHA__QR; /* n = 0: no tile, qr > 0 */
-    tiles = (c->n + f->qr - 1) / f->qr;
-    f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
-    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, f->pvr), c->pa), MHA__KB + 2));
-    sz[0] = mha__mul(f->pqr, c->dq);
-    sz[1] = mha__mul(f->pkr, c->dk);
-    sz[2] = mha__mul(f->pvr, c->dv);
-    sz[3] = mha__mul(f->por, c->pv);
-    sz[4] = mha__mul(c->m, c->pk);
-    sz[5] = mha__mul(f->mr, c->pk);
-    sz[6] = mha__mul(f->mr, f->pvr);
-    sz[7] = MHA__MR * MHA__KC;
-    sz[8] = mha__mul(f->slots, f->slot_floats);
-    sz[9] = mha__mul(c->pa, f->mr);
-    sz[10] = mha__mul(MHA__UP(c->pa, MHA__NR), c->pq);
-    ptr[0] = &f->pq; ptr[1] = &f->pk; ptr[2] = &f->pv; ptr[3] = &f->po; ptr[4] = &f->kp;
-    ptr[5] = &f->kt; ptr[6] = &f->vt; ptr[7] = &f->tail; ptr[8] = &f->slot; ptr[9] = &f->akt; ptr[10] = &f->paq;
-    for (k = 0; k < 11; ++k) {
-        if (c->ws) *ptr[k] = c->ws + t;
-        r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
-        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
-    }
-    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
-    return t & 1u ? SIZE_MAX : t;
-}
 
 /* Packed weights (mha_pack_weights): a header of the sizes they were made
    for, then for each kv head g W_k^(g) and W_v^(g), then for each head i
@@ -1191,6 +1140,70 @@ MHA__PRIVATE const float *mha__packed(const mha__ctx *c) {
         hd->po != c->po)
         return NULL;
     return (const float *)(const void *)p + MHA__PACK_SKIP;
+}
+
+/* W_k^(g) and W_v^(g) (per_g floats), and W_q^(i) and W_o's block i (per_i
+   floats), packed at dst as mha_pack_weights lays them out. */
+MHA__PRIVATE void mha__pack_kv(const mha__ctx *c, size_t g, float *dst) {
+    mha__pack(c->w->w_k + g * c->pk * c->dk, c->dk, c->pk, c->dk, dst);
+    mha__pack(c->w->w_v + g * c->pv * c->dv, c->dv, c->pv, c->dv, dst + MHA__UP(c->pk, MHA__NR) * c->dk);
+}
+MHA__PRIVATE void mha__pack_qo(const mha__ctx *c, size_t i, float *dst) {
+    mha__pack(c->w->w_q + i * c->pq * c->dq, c->dq, c->pq, c->dq, dst);
+    mha__pack(c->w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, dst + MHA__UP(c->pq, MHA__NR) * c->dq);
+}
+
+/* One call of the fast path: the call's context, the workspace parts, and
+   the kv head / head / batch entry that the tasks are working on. */
+typedef struct mha__fast {
+    const mha__ctx *c;
+    size_t pqr, pkr, pvr, por, mr, slots; /* sizes rounded up to NR (m: to KB); scratch slots */
+    size_t qr;                            /* query rows of a tile: QR, or fewer for a small n */
+    const float *wq, *wk, *wv, *wo;       /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
+    float *pqo, *pkv;                     /* where W_q^(i) and W_o's block i, W_k^(g) and W_v^(g) are packed
+                                             when w->packed is NULL (as mha_pack_weights lays them out) */
+    size_t per_i, per_g;                  /* floats of those two parts */
+    float *kp, *kt, *vt, *tail, *slot;    /* K [m][p_k]; K^T and V as packed panels; A tail; slots */
+    float *akt, *paq;                     /* additive: (A_k^(i) K^T) [p_a][mr], packed A_q^(i) */
+    size_t b, g, i, slot_floats;
+    int vbad;                             /* V of kv head g has a value that is not finite */
+} mha__fast;
+
+
+/* Bytes of the fast path's workspace (SIZE_MAX on overflow); with f->c->ws
+   set, also its parts. Every part starts 64-byte aligned. */
+MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c) {
+    size_t sz[9], t = 0, k, r, tiles;
+    float **ptr[9];
+    f->c = c;
+    f->pqr = MHA__UP(c->pq, MHA__NR);
+    f->pkr = MHA__UP(c->pk, MHA__NR);
+    f->pvr = MHA__UP(c->pv, MHA__NR);
+    f->por = MHA__UP(c->po, MHA__NR);
+    f->mr = MHA__UP(c->m, MHA__NR);
+    f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR) : MHA__QR; /* n = 0: no tile, qr > 0 */
+    tiles = (c->n + f->qr - 1) / f->qr;
+    f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
+    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, f->pvr), c->pa), MHA__KB + 2));
+    mha__packed_bytes(c, &f->per_g, &f->per_i);
+    sz[0] = f->per_i;
+    sz[1] = f->per_g;
+    sz[2] = mha__mul(c->m, c->pk);
+    sz[3] = mha__mul(f->mr, c->pk);
+    sz[4] = mha__mul(f->mr, f->pvr);
+    sz[5] = MHA__MR * MHA__KC;
+    sz[6] = mha__mul(f->slots, f->slot_floats);
+    sz[7] = mha__mul(c->pa, f->mr);
+    sz[8] = mha__mul(MHA__UP(c->pa, MHA__NR), c->pq);
+    ptr[0] = &f->pqo; ptr[1] = &f->pkv; ptr[2] = &f->kp; ptr[3] = &f->kt; ptr[4] = &f->vt;
+    ptr[5] = &f->tail; ptr[6] = &f->slot; ptr[7] = &f->akt; ptr[8] = &f->paq;
+    for (k = 0; k < 9; ++k) {
+        if (c->ws) *ptr[k] = c->ws + t;
+        r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
+        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
+    }
+    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
+    return t & 1u ? SIZE_MAX : t;
 }
 
 /* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KVB-1:
@@ -1451,22 +1464,19 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
     const mha_weights *w = c->w;
     const float *packed = mha__packed(c); /* NULL: pack into the workspace here */
     mha__fast f;
-    size_t b, g, i, j, q, per_g, per_i;
+    size_t b, g, i, j, q;
     mha__fast_layout(&f, c);
-    mha__packed_bytes(c, &per_g, &per_i);
     for (b = 0; b < c->batch; ++b)
         for (g = 0; g < c->kv; ++g) {
             f.b = b;
             f.g = g;
             if (packed) {
-                f.wk = packed + g * per_g;
-                f.wv = f.wk + f.pkr * c->dk;
+                f.wk = packed + g * f.per_g;
             } else {
-                mha__pack(w->w_k + g * c->pk * c->dk, c->dk, c->pk, c->dk, f.pk);
-                mha__pack(w->w_v + g * c->pv * c->dv, c->dv, c->pv, c->dv, f.pv);
-                f.wk = f.pk;
-                f.wv = f.pv;
+                mha__pack_kv(c, g, f.pkv);
+                f.wk = f.pkv;
             }
+            f.wv = f.wk + f.pkr * c->dk;
             for (q = 0; q < f.pvr / MHA__NR; ++q) /* V's padding rows m .. mr-1 */
                 for (j = c->m * MHA__NR; j < f.mr * MHA__NR; ++j) f.vt[q * f.mr * MHA__NR + j] = 0.0f;
             mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KVB - 1) / MHA__KVB);
@@ -1478,14 +1488,12 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
             for (i = g * c->grp; i < (g + 1) * c->grp; ++i) {
                 f.i = i;
                 if (packed) {
-                    f.wq = packed + c->kv * per_g + i * per_i;
-                    f.wo = f.wq + f.pqr * c->dq;
+                    f.wq = packed + c->kv * f.per_g + i * f.per_i;
                 } else {
-                    mha__pack(w->w_q + i * c->pq * c->dq, c->dq, c->pq, c->dq, f.pq);
-                    mha__pack(w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, f.po);
-                    f.wq = f.pq;
-                    f.wo = f.po;
+                    mha__pack_qo(c, i, f.pqo);
+                    f.wq = f.pqo;
                 }
+                f.wo = f.wq + f.pqr * c->dq;
                 if (MHA__ADDITIVE(c)) { /* akt = A_k^(i) K^T; A_q^(i) packed */
                     mha__gemm_args ga = mha__mm(c->pa, c->m, c->pk, w->a_k + i * c->pa * c->pk, c->pk, f.kt, f.akt, f.mr);
                     ga.tail = f.tail;
@@ -1741,14 +1749,8 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
         hd->h = c.h; hd->kv = c.kv; hd->dq = c.dq; hd->dk = c.dk; hd->dv = c.dv;
         hd->pq = c.pq; hd->pk = c.pk; hd->pv = c.pv; hd->po = c.po;
         p += MHA__PACK_SKIP;
-        for (i = 0; i < c.kv; ++i, p += per_g) {
-            mha__pack(w->w_k + i * c.pk * c.dk, c.dk, c.pk, c.dk, p);
-            mha__pack(w->w_v + i * c.pv * c.dv, c.dv, c.pv, c.dv, p + MHA__UP(c.pk, MHA__NR) * c.dk);
-        }
-        for (i = 0; i < c.h; ++i, p += per_i) {
-            mha__pack(w->w_q + i * c.pq * c.dq, c.dq, c.pq, c.dq, p);
-            mha__pack(w->w_o + i * c.pv, c.h * c.pv, c.po, c.pv, p + MHA__UP(c.pq, MHA__NR) * c.dq);
-        }
+        for (i = 0; i < c.kv; ++i, p += per_g) mha__pack_kv(&c, i, p);
+        for (i = 0; i < c.h; ++i, p += per_i) mha__pack_qo(&c, i, p);
         MHA__CLEAN();
     }
 #else
