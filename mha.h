@@ -166,8 +166,10 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
     (((size_t)(kv_heads) * (size_t)(m) * ((size_t)(p_k) + (size_t)(p_v)) +                    \
       (size_t)(heads) * (size_t)(m) * (size_t)(p_a) + (size_t)(heads) * (size_t)(p_q) +        \
       (size_t)(p_a) + (size_t)(m) + (size_t)(heads) * (size_t)(p_v)) * sizeof(float) +         \
-     MHA_WORKSPACE_ALIGN)
+     MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
+/* the reference path keeps its call state there, not on the stack */
+#define MHA_WORKSPACE_STATE (40 * sizeof(void *))
 
 /* Fills *counts with the element count of every weight array.
    Returns MHA_ERR_NULL, MHA_ERR_SHAPE, MHA_ERR_OVERFLOW or MHA_OK. */
@@ -442,26 +444,43 @@ MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZ
 
 /* One call: its validated sizes (as size_t, so that products such as
    h * p_q cannot overflow an int), its arguments, and the workspace parts.
-   The sizes come first: mha__layout reads them by their offsets. */
+   The sizes come first, h .. po in mha_shape's order (mha__setup fills them
+   in one loop; mha__layout reads sizes by their offsets). On the reference
+   path the whole struct is copied to the workspace's start before the work
+   begins (see mha__enter), so that no call keeps it on the stack. */
 typedef struct mha__ctx {
-    size_t one, h, kv, grp;           /* 1; heads; kv heads; grp = h / kv query heads per kv head */
-    size_t dq, dk, dv, pq, pk, pv, po, pa; /* pa = 0: dot scoring */
+    size_t one, h, kv, dq, dk, dv, pq, pk, pv, po; /* 1; then heads, kv heads, d_q .. p_o */
+    size_t pa, grp;                   /* pa = 0: dot scoring; grp = h / kv query heads per kv head */
     size_t batch, n, m;
     size_t attn_h, masked;            /* h if attn is wanted, else 0; 1 if a [batch][n][m] mask is given */
     float scale;
-    int32_t head;                     /* -1: mha_forward; else mha_head's head, batch = n = 1, out = h_head */
+    int32_t head, len;                /* head -1: mha_forward; else mha_head's head and valid length,
+                                         with batch = n = 1 and out = h_head */
     const mha_weights *w;
     const mha_mask *mask;             /* NULL: none */
     const float *queries, *keys, *values;
     float *out, *attn;
-    float *ws;                        /* the workspace from its aligned start */
-    size_t part[7];                   /* offsets in floats of its parts, see mha__table */
+    float *ws;                        /* the workspace's parts */
+    size_t *part;                     /* NULL, or where mha__layout puts the offsets in floats of
+                                         the 7 parts (see mha__table): after the call state */
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
     mha_parallel_for pfor;            /* NULL: one thread */
     void *user;
 #endif
 } mha__ctx;
+
+/* The nine sizes heads .. p_o lie in the same order in mha_shape (int32_t)
+   and in mha__ctx (size_t), and the call state (with the parts' offsets)
+   fits in MHA_WORKSPACE_STATE. */
+#define MHA__SIZES 9
+typedef char mha__layout_holds[offsetof(mha_shape, heads) == 0 &&
+                                       offsetof(mha_shape, p_o) == (MHA__SIZES - 1) * sizeof(int32_t) &&
+                                       offsetof(mha__ctx, po) - offsetof(mha__ctx, h) ==
+                                           (MHA__SIZES - 1) * sizeof(size_t) &&
+                                       sizeof(mha__ctx) + 7 * sizeof(size_t) <= MHA_WORKSPACE_STATE
+                                   ? 1
+                                   : -1];
 
 /* Workspace part k (0 kp, 1 vp, 2 ak, 3 qp, 4 aq, 5 sc, 6 cat: see mha__table). */
 #define MHA__PART(c, k) ((c)->ws + (c)->part[k])
@@ -473,28 +492,25 @@ typedef struct mha__ctx {
 #endif
 
 /* Checks a shape and fills the sizes of *c; MHA_OK, MHA_ERR_NULL (shape or w)
-   or MHA_ERR_SHAPE. */
+   or MHA_ERR_SHAPE. Every count of the call is 0 until mha__enter sets it. */
 MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
-    int32_t kv;
+    size_t k;
     if (!s || !w) return MHA_ERR_NULL;
-    kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
-    if (s->heads < 1 || kv < 1 || s->d_q < 1 || s->d_k < 1 || s->d_v < 1 || s->p_q < 1 || s->p_k < 1 ||
-        s->p_v < 1 || s->p_o < 1 || s->heads % kv != 0)
-        return MHA_ERR_SHAPE;
+    for (k = 0; k < MHA__SIZES; ++k) { /* each >= 1; kv_heads 0 means heads */
+        int32_t v = *(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t));
+        if (k == 1 && v == 0) v = s->heads;
+        if (v < 1) return MHA_ERR_SHAPE;
+        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = (size_t)v;
+    }
+    if (c->h % c->kv != 0) return MHA_ERR_SHAPE;
     c->one = 1;
-    c->h = (size_t)s->heads;
-    c->kv = (size_t)kv;
-    c->grp = (size_t)(s->heads / kv);
-    c->dq = (size_t)s->d_q; c->dk = (size_t)s->d_k; c->dv = (size_t)s->d_v;
-    c->pq = (size_t)s->p_q; c->pk = (size_t)s->p_k; c->pv = (size_t)s->p_v; c->po = (size_t)s->p_o;
-    c->pa = 0;
-    c->batch = c->n = c->m = c->attn_h = c->masked = 0;
+    c->grp = c->h / c->kv;
+    c->pa = c->batch = c->n = c->m = c->attn_h = c->masked = 0;
     c->w = w;
+    c->part = NULL;
     c->scale = s->scale;
 #if MHA_FAST
     c->fast = 0;
-    c->pfor = NULL;
-    c->user = NULL;
     c->ws = NULL;
 #endif
     if (s->score == MHA_SCORE_DOT) {
@@ -540,9 +556,10 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* part 6: cat [h*p_v] head outputs */
 };
 
-/* Byte count of the workspace (with the alignment slack) from the first
+/* Byte count of the reference workspace (with the alignment slack and the
+   call state) from the first
    `rows` rows of mha__table, and the parts' offsets in floats into c->part
-   (when rows > MHA__ROWS_ARRAYS); SIZE_MAX when that or any array of those rows overflows
+   (when given and rows > MHA__ROWS_ARRAYS); SIZE_MAX when that or any array of those rows overflows
    size_t. mha_workspace_size and every call that uses a workspace go through
    here. */
 MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
@@ -555,11 +572,11 @@ MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
         if (k < MHA__ROWS_ARRAYS) {
             any |= mha__mul(p, sizeof(float));
         } else {
-            c->part[k - MHA__ROWS_ARRAYS] = t;
+            if (c->part) c->part[k - MHA__ROWS_ARRAYS] = t;
             t = mha__add(t, p);
         }
     }
-    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
+    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE);
     return (t | any) & 1u ? SIZE_MAX : t;
 }
 
@@ -592,7 +609,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__linear(const float *x, size_t rows, size_t 
         for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, x, in) + (b ? b[o] : 0.0f);
 }
 
-/* Query t of batch entry b, head i, with its projection in part 3: the
+/* Query t of batch entry b, head i, with its projection in part 3 (and for
+   additive scoring A_q^(i) q_i in part 4): the
    attention weights go to attn (or part 5) and h_i to part 6 (or out, for
    mha_head). Keys j are visible when j < valid length, j <= t + causal_offset
    (if causal) and keep[j] != 0. Softmax: exp(s - max) / sum, the max starting
@@ -603,7 +621,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__linear(const float *x, size_t rows, size_t 
 MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha_mask *mask = c->mask;
-    size_t m = c->m, row = b * c->n + t, g = i / c->grp, j, a, hi = m;
+    size_t m = c->m, row = b * c->n + t, g = i / c->grp, j, a, hi = c->head < 0 ? m : (size_t)c->len;
     const float *q = MHA__PART(c, 3) + i * c->pq, *k = MHA__PART(c, 0) + g * m * c->pk;
     const float *v = MHA__PART(c, 1) + g * m * c->pv;
     const uint8_t *keep = NULL;
@@ -621,9 +639,6 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
             if (lim < hi) hi = lim;
         }
     }
-#if !MHA_NO_ADDITIVE
-    if (MHA__ADDITIVE(c)) mha__linear(q, 1, c->pq, c->w->a_q + i * c->pa * c->pq, NULL, 0, c->pa, MHA__PART(c, 4));
-#endif
     for (j = 0; j < m; ++j) {
         float s = ninf;
         if (j < hi && (!keep || keep[j])) {
@@ -1524,35 +1539,87 @@ MHA__PRIVATE size_t mha__bytes(mha__ctx *c) {
 #define mha__bytes(c) mha__layout(c, MHA__ROWS)
 #endif
 
-/* mha_forward and mha_head once the shape is checked: the remaining checks,
-   in the order of the error table, then the computation. */
-MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, size_t workspace_bytes) {
-    const mha_weights *w = c->w;
-    const mha_mask *mask = c->mask;
-    size_t bytes, m = c->m, b, t, i, g, h0, h1;
-    if (!w->w_q || !w->w_k || !w->w_v || (c->head < 0 && !w->w_o) || !c->queries || !c->keys || !c->values ||
-        !c->out || (MHA__ADDITIVE(c) && (!w->a_q || !w->a_k || !w->a_v)))
-        return MHA_ERR_NULL;
-    c->attn_h = c->attn ? c->h : 0;
-    c->masked = mask && (mask->keep || mask->bias);
+/* mha_forward, its variants and mha_head up to the work: the sizes, then the
+   checks in the order of the error table. head is -1 for mha_forward, else
+   mha_head's head (INT32_MAX for a negative one) with its valid length len.
+   The fast path runs here. For the reference path the call state is copied
+   to the workspace's start and MHA__RUN returned: mha__compute then works
+   from there, with no state left on the caller's stack. */
+#define MHA__RUN 1
 #if MHA_FAST
-    if (c->fast && w->packed && !mha__packed(c)) return MHA_ERR_SHAPE;
+#define MHA__FAST_PARAMS , int fast, mha_parallel_for pfor, void *user
+#define MHA__FAST_ARGS(fast, pfor, user) , fast, pfor, user
+#else
+#define MHA__FAST_PARAMS
+#define MHA__FAST_ARGS(fast, pfor, user)
 #endif
-    bytes = mha__bytes(c);
+MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                         int32_t m, const float *queries, const float *keys, const float *values,
+                                         const mha_mask *mask, float *out, float *attn, void *workspace,
+                                         size_t workspace_bytes, int32_t head, int32_t len MHA__FAST_PARAMS) {
+    mha__ctx c;
+    size_t bytes, t;
+    volatile unsigned char *to;
+    int st = mha__setup(&c, shape, w);
+    if (st != MHA_OK) return st;
+    if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
+    if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
+        (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
+        return MHA_ERR_NULL;
+    c.batch = (size_t)batch;
+    c.n = (size_t)n;
+    c.m = (size_t)m;
+    c.attn_h = attn ? c.h : 0;
+    c.masked = mask && (mask->keep || mask->bias);
+    c.head = head;
+    c.len = len;
+    c.mask = mask;
+    c.queries = queries;
+    c.keys = keys;
+    c.values = values;
+    c.out = out;
+    c.attn = attn;
+#if MHA_FAST
+    c.fast = fast;
+    c.pfor = pfor;
+    c.user = user;
+    if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
+#endif
+    bytes = mha__bytes(&c);
     if (bytes == SIZE_MAX) return MHA_ERR_OVERFLOW;
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    if (head >= 0 && (len < 0 || len > m)) return MHA_ERR_MASK;
     if (mask && mask->valid_lens)
-        for (t = 0; t < c->batch * (mask->valid_lens_per_query ? c->n : 1); ++t)
-            if (mask->valid_lens[t] < 0 || (size_t)mask->valid_lens[t] > m) return MHA_ERR_MASK;
-    if (c->n == 0) return MHA_OK; /* no query: nothing to compute */
-
-    c->ws = mha__align(workspace);
+        for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)
+            if (mask->valid_lens[t] < 0 || mask->valid_lens[t] > m) return MHA_ERR_MASK;
+    if (n == 0) return MHA_OK; /* no query: nothing to compute */
+    to = (volatile unsigned char *)(void *)mha__align(workspace);
 #if MHA_FAST
-    if (c->fast) {
-        mha__fast_run(c);
+    if (fast) {
+        c.ws = (float *)(void *)to;
+        mha__fast_run(&c);
         return MHA_OK;
     }
 #endif
+    c.ws = (float *)(void *)(to + MHA_WORKSPACE_STATE);
+    c.part = (size_t *)(void *)(to + sizeof c);
+    (void)mha__layout(&c, MHA__ROWS);
+    /* byte by byte through a volatile pointer, so that no compiler turns the
+       copy into a call of memcpy (the library calls no libc function) */
+    for (t = 0; t < sizeof c; ++t) to[t] = ((const unsigned char *)&c)[t];
+    return MHA__RUN;
+}
+
+/* The reference computation, for a call that mha__enter answered with
+   MHA__RUN (else its status is returned as it is). */
+MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) {
+    const mha__ctx *c;
+    const mha_weights *w;
+    size_t m, b, t, i, g, h0, h1;
+    if (status != MHA__RUN) return (mha_status)status;
+    c = (const mha__ctx *)(void *)mha__align(workspace);
+    w = c->w;
+    m = c->m;
     h0 = c->head < 0 ? 0 : (size_t)c->head;
     h1 = c->head < 0 ? c->h : h0 + 1;
     for (b = 0; b < c->batch; ++b) {
@@ -1575,7 +1642,14 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__run(mha__ctx *c, void *workspace, siz
             size_t row = b * c->n + t; /* the query's row in [batch][n] */
             mha__linear(c->queries + row * c->dq, 1, c->dq, w->w_q, w->b_q, h0 * c->pq, (h1 - h0) * c->pq,
                         MHA__PART(c, 3) + h0 * c->pq);
-            for (i = h0; i < h1; ++i) mha__attend(c, b, t, i);
+            for (i = h0; i < h1; ++i) {
+#if !MHA_NO_ADDITIVE
+                if (MHA__ADDITIVE(c))
+                    mha__linear(MHA__PART(c, 3) + i * c->pq, 1, c->pq, w->a_q + i * c->pa * c->pq, NULL, 0, c->pa,
+                                MHA__PART(c, 4));
+#endif
+                mha__attend(c, b, t, i);
+            }
             if (c->head < 0)
                 mha__linear(MHA__PART(c, 6), 1, c->h * c->pv, w->w_o, w->b_o, 0, c->po, c->out + row * c->po);
         }
@@ -1622,29 +1696,19 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     return MHA_OK;
 }
 
-/* The sizes of a call of mha_forward into *c, with the path to take. */
-MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
-                                  int32_t m, int fast) {
-    mha_status st = mha__setup(c, shape, w);
-    if (st != MHA_OK) return st;
-    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    c->head = -1;
-    c->batch = (size_t)batch;
-    c->n = (size_t)n;
-    c->m = (size_t)m;
-#if MHA_FAST
-    c->fast = fast;
-#else
-    (void)fast;
-#endif
-    return MHA_OK;
-}
-
 /* Workspace bytes of mha_forward's path (fast 1) or the reference path. */
 MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m, int fast) {
     mha__ctx c;
     size_t bytes;
-    if (mha__call(&c, shape, &mha__no_weights, batch, n, m, fast) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || batch < 0 || n < 0 || m < 0) return 0;
+    c.batch = (size_t)batch;
+    c.n = (size_t)n;
+    c.m = (size_t)m;
+#if MHA_FAST
+    c.fast = fast;
+#else
+    (void)fast;
+#endif
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
@@ -1657,38 +1721,13 @@ MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch
     return mha__workspace_size(shape, batch, n, m, 0);
 }
 
-/* mha_forward and its two variants: the sizes, the arguments, then the run.
-   Inlined, so that under MHA_FAST 0 mha_forward has no extra call level (the
-   variants then call mha_forward). */
-MHA__INLINE mha_status mha__forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
-                                     const float *queries, const float *keys, const float *values,
-                                     const mha_mask *mask, float *out, float *attn, void *workspace,
-                                     size_t workspace_bytes, int fast, mha_parallel_for parallel_for, void *user) {
-    mha__ctx c;
-    mha_status st = mha__call(&c, shape, w, batch, n, m, fast);
-    if (st != MHA_OK) return st;
-    c.queries = queries;
-    c.keys = keys;
-    c.values = values;
-    c.mask = mask;
-    c.out = out;
-    c.attn = attn;
-#if MHA_FAST
-    c.pfor = parallel_for;
-    c.user = user;
-#else
-    (void)parallel_for;
-    (void)user;
-#endif
-    return mha__run(&c, workspace, workspace_bytes);
-}
-
 MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                               int32_t m, const float *queries, const float *keys, const float *values,
                               const mha_mask *mask, float *out, float *attn, void *workspace,
                               size_t workspace_bytes) {
-    return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 1,
-                        NULL, NULL);
+    return mha__compute(mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace,
+                                   workspace_bytes, -1, 0 MHA__FAST_ARGS(1, NULL, NULL)),
+                        workspace);
 }
 
 MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
@@ -1696,8 +1735,9 @@ MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weight
                                         const mha_mask *mask, float *out, float *attn, void *workspace,
                                         size_t workspace_bytes) {
 #if MHA_FAST
-    return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 0,
-                        NULL, NULL);
+    return mha__compute(mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace,
+                                   workspace_bytes, -1, 0, 0, NULL, NULL),
+                        workspace);
 #else
     return mha_forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes);
 #endif
@@ -1708,8 +1748,9 @@ MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights
                                        const mha_mask *mask, float *out, float *attn, void *workspace,
                                        size_t workspace_bytes, mha_parallel_for parallel_for, void *user) {
 #if MHA_FAST
-    return mha__forward(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace, workspace_bytes, 1,
-                        parallel_for, user);
+    return mha__compute(mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace,
+                                   workspace_bytes, -1, 0, 1, parallel_for, user),
+                        workspace);
 #else
     (void)parallel_for;
     (void)user;
@@ -1763,22 +1804,10 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
 MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t head, const float *query,
                            const float *keys, const float *values, int32_t m, int32_t valid_len,
                            float *head_out, void *workspace, size_t workspace_bytes) {
-    mha__ctx c;
-    mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
-    mha_status st = mha__setup(&c, shape, w);
-    if (st != MHA_OK) return st;
-    if (head < 0 || (size_t)head >= c.h || m < 0) return MHA_ERR_SHAPE;
-    mask.valid_lens = &valid_len;
-    c.head = head;
-    c.batch = c.n = 1;
-    c.m = (size_t)m;
-    c.queries = query;
-    c.keys = keys;
-    c.values = values;
-    c.mask = &mask;
-    c.out = head_out;
-    c.attn = NULL;
-    return mha__run(&c, workspace, workspace_bytes);
+    return mha__compute(mha__enter(shape, w, 1, 1, m, query, keys, values, NULL, head_out, NULL, workspace,
+                                   workspace_bytes, head < 0 ? INT32_MAX : head,
+                                   valid_len MHA__FAST_ARGS(0, NULL, NULL)),
+                        workspace);
 }
 
 MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *head_outs, float *concat) {

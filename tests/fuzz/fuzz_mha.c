@@ -114,13 +114,13 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
         (want_attn && fz_mul(fz_bytes3(batch, n, m), (fz_u)H) > limit) ||
         (mask && (mask->keep || mask->bias) && fz_bytes3(batch, n, m) > limit))
         return MHA_ERR_OVERFLOW;
-    /* 4 (kv m (p_k + p_v) + h m p_a + h p_q + p_a + m + h p_v) + 64 */
+    /* 4 (kv m (p_k + p_v) + h m p_a + h p_q + p_a + m + h p_v) + 64 + the call state */
     total = fz_mul(fz_mul((fz_u)KV, (fz_u)m), (fz_u)s->p_k + (fz_u)s->p_v);
     total = fz_add(total, fz_mul(fz_mul((fz_u)H, (fz_u)m), (fz_u)pa));
     total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_q));
     total = fz_add(total, fz_add((fz_u)pa, (fz_u)m));
     total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_v));
-    total = fz_add(fz_mul(total, 4u), 64u);
+    total = fz_add(fz_mul(total, 4u), (fz_u)(MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE));
     if (total > limit) return MHA_ERR_OVERFLOW;
 #if defined(MHA_FAST) && MHA_FAST
     /* the fast path needs its own amount (exactness: tests/test_fast.c), with the same overflow verdict */
