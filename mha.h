@@ -450,7 +450,8 @@ MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZ
    begins (see mha__enter), so that no call keeps it on the stack. */
 typedef struct mha__ctx {
     size_t one, h, kv, dq, dk, dv, pq, pk, pv, po; /* 1; then heads, kv heads, d_q .. p_o */
-    size_t pa, grp;                   /* pa = 0: dot scoring; grp = h / kv query heads per kv head */
+    size_t pa, grp, hpv;              /* pa = 0: dot scoring; grp = h / kv query heads per kv head;
+                                         hpv = h * p_v (used only once the sizes are checked) */
     size_t batch, n, m;
     size_t attn_h, masked;            /* h if attn is wanted, else 0; 1 if a [batch][n][m] mask is given */
     float scale;
@@ -505,6 +506,7 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     if (c->h % c->kv != 0) return MHA_ERR_SHAPE;
     c->one = 1;
     c->grp = c->h / c->kv;
+    c->hpv = c->h * c->pv;
     c->pa = c->batch = c->n = c->m = c->attn_h = c->masked = 0;
     c->w = w;
     c->part = NULL;
@@ -600,11 +602,29 @@ MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t n) {
     return s;
 }
 
-/* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out: x is [rows][in],
-   W is [..][in], b is [..] or NULL (zero), y is [rows][out]. */
-MHA__PRIVATE MHA__NOINLINE void mha__linear(const float *x, size_t rows, size_t in, const float *W, const float *b,
-                                            size_t o0, size_t out, float *y) {
-    size_t r, o;
+/* The projections of a call: for each, the offsets of its weight and bias
+   (0: none) in mha_weights, and of its input and output sizes in mha__ctx. */
+#define MHA__W(x) ((unsigned char)offsetof(mha_weights, x))
+enum { MHA__PROJ_Q, MHA__PROJ_K, MHA__PROJ_V, MHA__PROJ_O, MHA__PROJ_AQ, MHA__PROJ_AK };
+static const unsigned char mha__proj[6][4] = {
+    {MHA__W(w_q), MHA__W(b_q), MHA__F(dq), MHA__F(pq)}, /* q_i = W_q^(i) q + b_q^(i) */
+    {MHA__W(w_k), MHA__W(b_k), MHA__F(dk), MHA__F(pk)}, /* k_gj */
+    {MHA__W(w_v), MHA__W(b_v), MHA__F(dv), MHA__F(pv)}, /* v_gj */
+    {MHA__W(w_o), MHA__W(b_o), MHA__F(hpv), MHA__F(po)}, /* out = W_o concat + b_o */
+    {MHA__W(a_q), 0, MHA__F(pq), MHA__F(pa)},           /* A_q^(i) q_i: rows i*p_a.. of a_q */
+    {MHA__W(a_k), 0, MHA__F(pk), MHA__F(pa)},           /* A_k^(i) k_gj */
+};
+#define MHA__SIZE(c, off) (*(const size_t *)(const void *)((const unsigned char *)(c) + (off)))
+
+/* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out, r < rows, with
+   W, b, in and out those of projection `which` (mha__proj): x is
+   [rows][in], y is [rows][out]. Each dot product in fp32, in index order. */
+MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const float *x, size_t rows, size_t o0,
+                                             float *y) {
+    const unsigned char *f = mha__proj[which];
+    const float *W = *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
+    const float *b = f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
+    size_t in = MHA__SIZE(c, f[2]), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
         for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, x, in) + (b ? b[o] : 0.0f);
 }
@@ -1614,11 +1634,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
    MHA__RUN (else its status is returned as it is). */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) {
     const mha__ctx *c;
-    const mha_weights *w;
     size_t m, b, t, i, g, h0, h1;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
-    w = c->w;
     m = c->m;
     h0 = c->head < 0 ? 0 : (size_t)c->head;
     h1 = c->head < 0 ? c->h : h0 + 1;
@@ -1627,31 +1645,26 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
         for (i = h0; i < h1; ++i) {
             g = i / c->grp;
             if (i == h0 || i % c->grp == 0) {
-                mha__linear(c->keys + b * m * c->dk, m, c->dk, w->w_k, w->b_k, g * c->pk, c->pk,
-                            MHA__PART(c, 0) + g * m * c->pk);
-                mha__linear(c->values + b * m * c->dv, m, c->dv, w->w_v, w->b_v, g * c->pv, c->pv,
-                            MHA__PART(c, 1) + g * m * c->pv);
+                mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk, MHA__PART(c, 0) + g * m * c->pk);
+                mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv, MHA__PART(c, 1) + g * m * c->pv);
             }
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
-                mha__linear(MHA__PART(c, 0) + g * m * c->pk, m, c->pk, w->a_k + i * c->pa * c->pk, NULL, 0, c->pa,
-                            MHA__PART(c, 2) + i * m * c->pa);
+                mha__project(c, MHA__PROJ_AK, MHA__PART(c, 0) + g * m * c->pk, m, i * c->pa,
+                             MHA__PART(c, 2) + i * m * c->pa);
 #endif
         }
         for (t = 0; t < c->n; ++t) {
             size_t row = b * c->n + t; /* the query's row in [batch][n] */
-            mha__linear(c->queries + row * c->dq, 1, c->dq, w->w_q, w->b_q, h0 * c->pq, (h1 - h0) * c->pq,
-                        MHA__PART(c, 3) + h0 * c->pq);
             for (i = h0; i < h1; ++i) {
+                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, 3) + i * c->pq);
 #if !MHA_NO_ADDITIVE
                 if (MHA__ADDITIVE(c))
-                    mha__linear(MHA__PART(c, 3) + i * c->pq, 1, c->pq, w->a_q + i * c->pa * c->pq, NULL, 0, c->pa,
-                                MHA__PART(c, 4));
+                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, 3) + i * c->pq, 1, i * c->pa, MHA__PART(c, 4));
 #endif
                 mha__attend(c, b, t, i);
             }
-            if (c->head < 0)
-                mha__linear(MHA__PART(c, 6), 1, c->h * c->pv, w->w_o, w->b_o, 0, c->po, c->out + row * c->po);
+            if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, 6), 1, 0, c->out + row * c->po);
         }
     }
     return MHA_OK;
@@ -1830,7 +1843,7 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
     if (st != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
     if (mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
-    mha__linear(concat, 1, c.h * c.pv, w->w_o, w->b_o, 0, c.po, out);
+    mha__project(&c, MHA__PROJ_O, concat, 1, 0, out);
     return MHA_OK;
 }
 

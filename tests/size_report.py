@@ -36,8 +36,9 @@ CONFIGS = [
     ("everything", ["-DMHA_NO_LIBM=1"]),  # with MHA_NO_LIBM, so that exp/tanh/sqrt are counted
     ("smallest", ["-DMHA_NO_LIBM=1", "-DMHA_NO_ADDITIVE=1", "-DMHA_NO_STATUS_STRINGS=1"]),
 ]
-PUBLIC = ["mha_forward", "mha_head", "mha_concat", "mha_output", "mha_workspace_size", "mha_weight_counts_get",
-          "mha_status_string"]
+PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_head", "mha_concat", "mha_output",
+          "mha_workspace_size", "mha_reference_workspace_size", "mha_weight_counts_get", "mha_packed_weights_size",
+          "mha_pack_weights", "mha_status_string"]
 BUDGET_TEXT = {"everything": 4096, "smallest": 1536}
 BUDGET_STACK = 256
 
