@@ -449,6 +449,17 @@ static void test_statuses(void) {
     lens[1] = -1;
     CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "valid length -1");
     CHECK(mha_head(&s, &p.w, 0, p.q, p.k, p.v, 4, 5, h, p.ws, p.ws_bytes) == MHA_ERR_MASK, "head: valid_len > m");
+    { /* an error writes nothing: MHA_ERR_MASK is the last check, and the reference
+         path copies its call state into the workspace only after it */
+        size_t k, outn = (size_t)p.batch * (size_t)p.n * (size_t)p.s.p_o;
+        int clean = 1;
+        memset(p.ws, 0xA5, p.ws_bytes);
+        for (k = 0; k < outn; ++k) p.out[k] = 7.0f;
+        CHECK(tu_forward(&p, &mask, NULL) == MHA_ERR_MASK, "valid length -1, again");
+        for (k = 0; k < p.ws_bytes; ++k) clean &= ((const unsigned char *)p.ws)[k] == 0xA5;
+        for (k = 0; k < outn; ++k) clean &= p.out[k] == 7.0f;
+        CHECK(clean, "MHA_ERR_MASK wrote neither out nor the workspace");
+    }
     /* strings: never NULL, distinct for each code, also for unknown codes */
     strs[0] = mha_status_string(MHA_OK);
     strs[1] = mha_status_string(MHA_ERR_NULL);
