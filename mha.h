@@ -340,15 +340,18 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #endif
 
 /* MHA__NOINLINE keeps a kernel step out of line: inlining the steps into one
-   function costs code size and stack on small cores (register spills). */
+   function costs code size and stack on small cores (register spills), and
+   mha__enter's frame, which holds the call state, must end before
+   mha__compute runs. */
 #if defined(__GNUC__) || defined(__clang__)
 #define MHA__PRIVATE static __attribute__((unused))
 #define MHA__NOINLINE __attribute__((noinline))
-#define MHA__INLINE static __inline__ __attribute__((always_inline, unused))
+#elif defined(_MSC_VER)
+#define MHA__PRIVATE static
+#define MHA__NOINLINE __declspec(noinline)
 #else
 #define MHA__PRIVATE static
 #define MHA__NOINLINE
-#define MHA__INLINE static
 #endif
 
 #ifdef __cplusplus
