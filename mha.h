@@ -533,6 +533,8 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 }
 
 #define MHA__F(x) ((unsigned char)offsetof(mha__ctx, x))
+/* The size of mha__ctx at byte offset off (an MHA__F value). */
+#define MHA__SIZE(c, off) (*(const size_t *)(const void *)((const unsigned char *)(c) + (off)))
 #define MHA__ROWS_WEIGHTS 6 /* rows 0-5: the weights */
 #define MHA__ROWS_ARRAYS 12 /* rows 0-11: every array of a call; then the workspace parts */
 #define MHA__ROWS 19
@@ -573,7 +575,7 @@ MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
     for (k = 0; k < rows; ++k) {
         p = 1;
         for (f = 0; f < 4; ++f)
-            p = mha__mul(p, *(const size_t *)(const void *)((const unsigned char *)c + mha__table[k][f]));
+            p = mha__mul(p, MHA__SIZE(c, mha__table[k][f]));
         if (k < MHA__ROWS_ARRAYS) {
             any |= mha__mul(p, sizeof(float));
         } else {
@@ -617,7 +619,6 @@ static const unsigned char mha__proj[6][4] = {
     {MHA__W(a_q), 0, MHA__F(pq), MHA__F(pa)},           /* A_q^(i) q_i: rows i*p_a.. of a_q */
     {MHA__W(a_k), 0, MHA__F(pk), MHA__F(pa)},           /* A_k^(i) k_gj */
 };
-#define MHA__SIZE(c, off) (*(const size_t *)(const void *)((const unsigned char *)(c) + (off)))
 
 /* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out, r < rows, with
    W, b, in and out those of projection `which` (mha__proj): x is
@@ -1547,6 +1548,24 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
 }
 #endif /* MHA_FAST */
 
+/* The sizes of a call of mha_forward into *c, with the path to take:
+   mha__setup, then batch, n, m >= 0 (else MHA_ERR_SHAPE). */
+MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                  int32_t m, int fast) {
+    mha_status st = mha__setup(c, shape, w);
+    if (st != MHA_OK) return st;
+    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
+    c->batch = (size_t)batch;
+    c->n = (size_t)n;
+    c->m = (size_t)m;
+#if MHA_FAST
+    c->fast = fast;
+#else
+    (void)fast;
+#endif
+    return MHA_OK;
+}
+
 /* Workspace bytes of the call's path, SIZE_MAX on overflow. The fast path
    keeps the reference's overflow verdict too, so both paths answer a call
    alike. */
@@ -1583,15 +1602,15 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     mha__ctx c;
     size_t bytes, t;
     volatile unsigned char *to;
-    int st = mha__setup(&c, shape, w);
+#if !MHA_FAST
+    const int fast = 0;
+#endif
+    int st = mha__call(&c, shape, w, batch, n, m, fast);
     if (st != MHA_OK) return st;
-    if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
+    if (head >= (int32_t)c.h) return MHA_ERR_SHAPE;
     if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
-    c.batch = (size_t)batch;
-    c.n = (size_t)n;
-    c.m = (size_t)m;
     c.attn_h = attn ? c.h : 0;
     c.masked = mask && (mask->keep || mask->bias);
     c.head = head;
@@ -1603,7 +1622,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.out = out;
     c.attn = attn;
 #if MHA_FAST
-    c.fast = fast;
     c.pfor = pfor;
     c.user = user;
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
@@ -1626,7 +1644,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
 #endif
     c.ws = (float *)(void *)(to + MHA_WORKSPACE_STATE);
     c.part = (size_t *)(void *)(to + sizeof c);
-    (void)mha__layout(&c, MHA__ROWS);
+    (void)mha__layout(&c, MHA__ROWS); /* again, now that it may write the part offsets there */
     /* byte by byte through a volatile pointer, so that no compiler turns the
        copy into a call of memcpy (the library calls no libc function) */
     for (t = 0; t < sizeof c; ++t) to[t] = ((const unsigned char *)&c)[t];
@@ -1716,15 +1734,7 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
 MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m, int fast) {
     mha__ctx c;
     size_t bytes;
-    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || batch < 0 || n < 0 || m < 0) return 0;
-    c.batch = (size_t)batch;
-    c.n = (size_t)n;
-    c.m = (size_t)m;
-#if MHA_FAST
-    c.fast = fast;
-#else
-    (void)fast;
-#endif
+    if (mha__call(&c, shape, &mha__no_weights, batch, n, m, fast) != MHA_OK) return 0;
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
