@@ -11,6 +11,7 @@ passed=0
 failed=0
 log="$B/log.txt"
 : > "$log"
+RUN32=$(sh tests/runner32.sh "$B") # how -m32 programs run here: natively or under qemu-i386
 
 stage() { # stage NAME COMMAND...: one build (and run) of the matrix
     name=$1; shift
@@ -21,16 +22,20 @@ stage() { # stage NAME COMMAND...: one build (and run) of the matrix
         tail -n 20 "$log"
     fi
 }
+run_as() { # run_as FLAGS...: the runner of a program built with FLAGS (qemu-i386 for -m32 where needed)
+    case " $* " in *" -m32 "*) echo "$RUN32" ;; esac
+}
 strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under one compiler
     cc=$1; shift
+    x=$(run_as "$@")
     $cc $STRICT "$@" -c tests/test_impl.c -o "$B/impl.o" &&
     for e in seed_questions self_attention cross_attention firmware_static; do
-        $cc $STRICT "$@" -O2 examples/$e.c -o "$B/$e" -lm && "$B/$e" > /dev/null || return 1
+        $cc $STRICT "$@" -O2 examples/$e.c -o "$B/$e" -lm && $x "$B/$e" > /dev/null || return 1
     done &&
-    $cc $STRICT "$@" -O2 tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && "$B/static" &&
-    $cc $STRICT "$@" -O2 tests/include_twice.c -o "$B/twice" -lm && "$B/twice" &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $SUITE -o "$B/suite" -lm && "$B/suite" > /dev/null &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $HOSTILE -o "$B/hostile" -lm && "$B/hostile" > /dev/null
+    $cc $STRICT "$@" -O2 tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
+    $cc $STRICT "$@" -O2 tests/include_twice.c -o "$B/twice" -lm && $x "$B/twice" &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $SUITE -o "$B/suite" -lm && $x "$B/suite" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $HOSTILE -o "$B/hostile" -lm && $x "$B/hostile" > /dev/null
 }
 stage "gcc -std=c99 strict -O2" strict_cc gcc
 stage "gcc -std=c99 strict -O0" strict_cc gcc -O0
@@ -56,14 +61,15 @@ stage "tcc" sh -c "tcc -Itests $SUITE -o $B/suite_tcc -lm && $B/suite_tcc > /dev
 # and compiler; test_fast checks it against the reference path.
 fast_cc() { # fast_cc CC FLAGS...: strict implementation, the suite on the fast path and test_fast
     cc=$1; shift
+    x=$(run_as "$@")
     $cc $STRICT -DMHA_FAST=1 "$@" -O2 -c tests/test_impl.c -o "$B/fimpl.o" &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests $SUITE -o "$B/fsuite" -lm &&
-    "$B/fsuite" > /dev/null &&
+    $x "$B/fsuite" > /dev/null &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests $HOSTILE -o "$B/fhostile" -lm &&
-    "$B/fhostile" > /dev/null &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_fast.c -o "$B/ffast" -lm && "$B/ffast" > /dev/null &&
+    $x "$B/fhostile" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_fast.c -o "$B/ffast" -lm && $x "$B/ffast" > /dev/null &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" tests/fuzz/fuzz_mha.c tests/fuzz/replay.c \
-        tests/test_impl.c -o "$B/freplay" -lm && "$B/freplay" tests/fuzz/corpus/* > /dev/null
+        tests/test_impl.c -o "$B/freplay" -lm && $x "$B/freplay" tests/fuzz/corpus/* > /dev/null
 }
 has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
 stage "gcc MHA_FAST=1 portable (MHA_NO_SIMD=1)" fast_cc gcc -DMHA_NO_SIMD=1

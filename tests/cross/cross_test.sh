@@ -72,6 +72,7 @@ else
 fi
 
 # ---- Linux targets: s390x and aarch64 under qemu-user, i386 natively -------
+# (or under qemu-i386 where the kernel cannot run 32-bit programs)
 linux() { # linux NAME RUNNER CC ARGS...
     name=$1; runner=$2; shift 2
     # s390x evaluates float in double under ISO C (FLT_EVAL_METHOD 1), which
@@ -105,7 +106,7 @@ linux() { # linux NAME RUNNER CC ARGS...
 }
 linux s390x qemu-s390x s390x-linux-gnu-gcc -static
 linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
-linux i386 "" gcc -m32
+linux i386 "$(sh tests/runner32.sh "$B")" gcc -m32
 
 # ---- AVR ATmega2560 under simavr --------------------------------------------
 if build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
