@@ -8,6 +8,7 @@
 #   make valgrind   the test programs (not the math sweep) under valgrind memcheck (--error-exitcode=1)
 #   make tsan       the threads test, and the fast path on two threads, under -fsanitize=thread (clang)
 #   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang); make fuzz-fast: on the fast path
+#   make mathf-sweep exp and tanh of every build against libm, every SWEEP_STRIDE-th float (default 1: all)
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
@@ -62,7 +63,7 @@ EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
-        callgrind install clean
+        callgrind install clean mathf-sweep
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
@@ -162,6 +163,21 @@ fuzz-fast: | $(BUILD)
 	    $(REPLAY:tests/fuzz/replay.c=) -o $(BUILD)/fuzz_mha_fast $(LDLIBS)
 	rm -rf $(BUILD)/fuzz_corpus_fast && mkdir -p $(BUILD)/fuzz_corpus_fast && cp $(CORPUS) $(BUILD)/fuzz_corpus_fast/
 	@sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_mha_fast $(BUILD)/fuzz_corpus_fast $(FUZZ_SECONDS)
+
+# exp and tanh of each build (MHA_NO_LIBM scalar, portable, and the vector units this CPU runs)
+SWEEP_STRIDE ?= 1
+ifeq ($(shell uname -m),x86_64)
+SWEEPSIMD = "sh tests/if_cpu.sh avx2,fma $(BUILD)/sweep_avx2 $(SWEEP_STRIDE)" \
+            "sh tests/if_cpu.sh avx512f,fma $(BUILD)/sweep_avx512 $(SWEEP_STRIDE)"
+endif
+mathf-sweep: tests/mathf_sweep.c mha.h | $(BUILD)
+	$(CC) -O2 -std=c99 -DSWEEP_SCALAR tests/mathf_sweep.c -o $(BUILD)/sweep_scalar $(LDLIBS)
+	$(CC) -O2 -std=c99 -DMHA_NO_SIMD=1 tests/mathf_sweep.c -o $(BUILD)/sweep_portable $(LDLIBS)
+ifeq ($(shell uname -m),x86_64)
+	$(CC) -O2 -std=c99 -mavx2 -mfma tests/mathf_sweep.c -o $(BUILD)/sweep_avx2 $(LDLIBS)
+	$(CC) -O2 -std=c99 -mavx512f -mfma tests/mathf_sweep.c -o $(BUILD)/sweep_avx512 $(LDLIBS)
+endif
+	@sh tests/run.sh "$(BUILD)/sweep_scalar $(SWEEP_STRIDE)" "$(BUILD)/sweep_portable $(SWEEP_STRIDE)" $(SWEEPSIMD)
 
 coverage: | $(BUILD)
 	@sh tests/coverage.sh $(BUILD)/cov

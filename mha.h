@@ -378,23 +378,28 @@ MHA__PRIVATE float mha__from_bits(uint32_t u) {
 
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
 #if MHA_NO_LIBM
-/* e^x. x = k ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact k ln2),
-   e^r = 1 + r + r^2 q(r) with q the Taylor series of (e^r - 1 - r) / r^2 to
-   r^5, then times 2^k (for k = 128, times 2 and then 2^127, so that the scale
-   stays a normal float). Below ln(FLT_MIN) it returns exactly 0 (no subnormal results);
-   above ln(FLT_MAX) it returns +inf; NaN stays NaN.
-   Measured error: see tests/test_mathf.c. */
+/* e^x. x = k ln2 + r + rl with |r| <= ln2/2: r = x - k ln2_hi is exact (ln2
+   split in two so that k ln2_hi is exact), rl = -k ln2_lo is tiny. Then
+   e^(r + rl) = 1 + r + (rl + f^2 q(f)), f = r + rl, with q the Taylor series
+   of (e^f - 1 - f) / f^2 to f^5; 1 + r is formed as an exact sum hi + lo, so
+   that the result is rounded once at the end, then times 2^k (for k = 128,
+   times 2 and then 2^127, so that the scale stays a normal float). Below
+   ln(FLT_MIN) it returns exactly 0 (no subnormal results); above ln(FLT_MAX)
+   it returns +inf; NaN stays NaN. Measured error: tests/test_mathf.c. */
 MHA__PRIVATE float mha__expf(float x) {
     static const float c[6] = {1.9841270e-4f, 1.3888889e-3f, 8.3333338e-3f, 4.1666668e-2f, 1.6666667e-1f, 0.5f};
-    float kf, r, q = 0.0f;
+    float kf, r, rl, f, hi, q = 0.0f;
     int32_t k, i;
     if (!(x >= -87.33654475f)) return x != x ? x : 0.0f;
     if (x > 88.8f) return FLT_MAX * 2.0f;
     kf = x * 1.44269504f;
     k = (int32_t)(kf < 0.0f ? kf - 0.5f : kf + 0.5f);
-    r = x - (float)k * 0.693145751953125f - (float)k * 1.428606765330187e-06f;
-    for (i = 0; i < 6; ++i) q = q * r + c[i];
-    q = 1.0f + (r + r * r * q);
+    r = x - (float)k * 0.693145751953125f;
+    rl = (float)k * -1.428606765330187e-06f;
+    f = r + rl;
+    for (i = 0; i < 6; ++i) q = q * f + c[i];
+    hi = 1.0f + r;
+    q = hi + (((1.0f - hi) + r) + (f * f * q + rl)); /* (1 - hi) + r: what hi lost */
     if (k > 127) { /* only 128 */
         q += q;
         k = 127;
@@ -402,12 +407,14 @@ MHA__PRIVATE float mha__expf(float x) {
     return q * mha__from_bits((uint32_t)(k + 127) << 23);
 }
 
-/* tanh x: an odd Taylor polynomial to x^19 for |x| < 0.55, 1 - 2/(e^2|x| + 1)
-   above, and +-1 beyond 9 (where tanh rounds to 1 in fp32). */
+/* tanh x: an odd Taylor polynomial to x^19 for |x| < 0.55, above it
+   1 - 2/d with d = e^2|x| + 1 kept as the exact sum d + dl (the rounding of
+   d alone would cost half an ulp): 2/(d + dl) = q - q^2 dl / 2 to first
+   order, q = 2/d. +-1 beyond 9 (where tanh rounds to 1 in fp32). */
 MHA__PRIVATE float mha__tanhf(float x) {
     static const float c[9] = {-2.3912911e-4f, 5.9002744e-4f, -1.4558344e-3f, 3.5921280e-3f, -8.8632355e-3f,
                                2.1869490e-2f, -5.3968254e-2f, 1.3333334e-1f, -3.3333334e-1f};
-    float ax = x < 0.0f ? -x : x, t = 0.0f, z = x * x;
+    float ax = x < 0.0f ? -x : x, t = 0.0f, z = x * x, e, d;
     int i;
     if (x != x) return x;
     if (ax > 9.0f) return x < 0.0f ? -1.0f : 1.0f;
@@ -415,7 +422,10 @@ MHA__PRIVATE float mha__tanhf(float x) {
         for (i = 0; i < 9; ++i) t = t * z + c[i];
         return x + x * z * t;
     }
-    t = 1.0f - 2.0f / (mha__expf(2.0f * ax) + 1.0f);
+    e = mha__expf(2.0f * ax);
+    d = e + 1.0f;
+    t = 2.0f / d;
+    t = 1.0f - (t - t * t * ((e - d) + 1.0f) * 0.5f); /* (e - d) + 1: what d lost */
     return x < 0.0f ? -t : t;
 }
 
@@ -936,32 +946,35 @@ MHA__PRIVATE float mha__vhmax(mha__v x) {
 #define MHA__QR ((size_t)4 * MHA__MR) /* query rows per tile of the fused attention */
 #define MHA__SLOTS ((size_t)32)  /* tiles' scratch slots: tasks of the attention step at most */
 
-/* e^x on vectors: the scheme of mha__expf (x = k ln2 + r, the same
-   polynomial), for x <= 88; 0 below ln(FLT_MIN) and for -inf, NaN stays NaN.
+/* e^x on vectors: the scheme of mha__expf (x = k ln2 + r + rl, the same
+   polynomial, 1 + r as an exact sum, one rounding at the end), for x <= 88;
+   0 below ln(FLT_MIN) and for -inf, NaN stays NaN.
    Measured error: tests/test_fast.c. */
 MHA__PRIVATE mha__v mha__vexp(mha__v x) {
-    const mha__v lo = mha__vset(-87.33654475f);
+    const mha__v lo = mha__vset(-87.33654475f), one = mha__vset(1.0f);
     mha__v xc = mha__vmax(lo, x); /* NaN stays NaN: max(lo, NaN) is NaN on each target */
     mha__v k = mha__vround(mha__vmul(xc, mha__vset(1.44269504f)));
-    mha__v r = mha__vfma(k, mha__vset(-0.693145751953125f), xc);
-    mha__v q = mha__vset(1.9841270e-4f);
-    r = mha__vfma(k, mha__vset(-1.428606765330187e-06f), r);
-    q = mha__vfma(q, r, mha__vset(1.3888889e-3f));
-    q = mha__vfma(q, r, mha__vset(8.3333338e-3f));
-    q = mha__vfma(q, r, mha__vset(4.1666668e-2f));
-    q = mha__vfma(q, r, mha__vset(1.6666667e-1f));
-    q = mha__vfma(q, r, mha__vset(0.5f));
-    q = mha__vadd(mha__vfma(mha__vmul(r, r), q, r), mha__vset(1.0f));
+    mha__v r = mha__vfma(k, mha__vset(-0.693145751953125f), xc); /* exact */
+    mha__v rl = mha__vmul(k, mha__vset(-1.428606765330187e-06f));
+    mha__v f = mha__vadd(r, rl), hi = mha__vadd(one, r), q = mha__vset(1.9841270e-4f);
+    q = mha__vfma(q, f, mha__vset(1.3888889e-3f));
+    q = mha__vfma(q, f, mha__vset(8.3333338e-3f));
+    q = mha__vfma(q, f, mha__vset(4.1666668e-2f));
+    q = mha__vfma(q, f, mha__vset(1.6666667e-1f));
+    q = mha__vfma(q, f, mha__vset(0.5f));
+    q = mha__vfma(mha__vmul(f, f), q, rl);
+    q = mha__vadd(hi, mha__vadd(mha__vadd(mha__vsub(one, hi), r), q));
     return mha__vzero_below(mha__vmul(q, mha__vpow2(k)), x, lo);
 }
 
 /* tanh x on vectors: the scheme of mha__tanhf, without branches. The odd
    Taylor polynomial where x^2 < 0.3025 (|x| < 0.55), else the sign of x times
    1 - 2 / (e^2|x| + 1) with |x| clamped to 9.5 (beyond, tanh is +-1 in
-   fp32); NaN stays NaN.
+   fp32) and the rounding of the denominator corrected; NaN stays NaN.
    Measured error: tests/test_fast.c. */
 MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
-    mha__v z = mha__vmul(x, x), t = mha__vset(-2.3912911e-4f), e;
+    const mha__v one = mha__vset(1.0f);
+    mha__v z = mha__vmul(x, x), t = mha__vset(-2.3912911e-4f), e, d, q;
     t = mha__vfma(t, z, mha__vset(5.9002744e-4f));
     t = mha__vfma(t, z, mha__vset(-1.4558344e-3f));
     t = mha__vfma(t, z, mha__vset(3.5921280e-3f));
@@ -974,7 +987,11 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
     e = mha__vmax(x, mha__vsub(mha__vset(0.0f), x));  /* |x|; NaN stays NaN */
     e = mha__vmin(mha__vset(9.5f), e);                   /* likewise */
     e = mha__vexp(mha__vadd(e, e));
-    e = mha__vsub(mha__vset(1.0f), mha__vdiv(mha__vset(2.0f), mha__vadd(e, mha__vset(1.0f))));
+    d = mha__vadd(e, one);
+    q = mha__vdiv(mha__vset(2.0f), d);
+    /* q - q^2 dl / 2, dl = (e - d) + 1 what d lost */
+    q = mha__vsub(q, mha__vmul(mha__vmul(q, q), mha__vmul(mha__vadd(mha__vsub(e, d), one), mha__vset(0.5f))));
+    e = mha__vsub(one, q);
     e = mha__vselect_lt(x, mha__vset(0.0f), mha__vsub(mha__vset(0.0f), e), e);
     return mha__vselect_lt(z, mha__vset(0.3025f), t, e);
 }
