@@ -609,12 +609,42 @@ static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, 
 
 /* ---- reference kernels ---------------------------------------------------- */
 
-/* x . y over n elements, fp32 accumulation in index order. */
-MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t n) {
-    float s = 0.0f;
-    size_t i;
-    for (i = 0; i < n; ++i) s += x[i] * y[i];
+/* The dot products' blocks: products are summed from zero in index order
+   within a block of MHA__BLOCK, and the block sums are added up with
+   compensation, so that the error of a long sum stays that of one block. */
+#ifndef MHA__BLOCK
+#define MHA__BLOCK 32
+#endif
+/* The smallest e^d that is not 0 (ln(FLT_MIN)): below it a weight is 0. */
+#define MHA__EXP_LO (-87.33654475f)
+
+/* sum_i x[i xs] y[i ys] for i < n (ys = 0: a constant y), in blocks (see
+   MHA__BLOCK); with skip0 the terms whose x is exactly 0 are left out. The
+   compensation is dropped where it is not finite, so that an inf or NaN
+   term gives the plain sum's inf or NaN. */
+MHA__PRIVATE float mha__dot(const float *x, size_t xs, const float *y, size_t ys, size_t n, int skip0) {
+    float s = 0.0f, comp = 0.0f, b, t;
+    size_t i = 0, e;
+    while (i < n) {
+        e = n - i < MHA__BLOCK ? n : i + MHA__BLOCK;
+        for (b = 0.0f; i < e; ++i)
+            if (!skip0 || x[i * xs] != 0.0f) b += x[i * xs] * y[i * ys];
+        b -= comp;
+        t = s + b;
+        comp = (t - s) - b; /* what t lost of b */
+        if (!(comp - comp == 0.0f)) comp = 0.0f;
+        s = t;
+    }
     return s;
+}
+
+/* The attention rules' weight of a score s in a row whose max is mx: 0 for
+   a masked key (-inf), 1 for s == mx (also +inf), e^(s - mx) else, and
+   exactly 0 where s - mx < ln(FLT_MIN), whatever MHA_EXPF gives there (no
+   subnormal weights, on either path); NaN in, NaN out. */
+MHA__PRIVATE float mha__weight(float s, float mx) {
+    float d = s - mx;
+    return s == -(FLT_MAX * 2.0f) ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
 }
 
 /* The projections of a call: for each, the offsets of its weight and bias
@@ -632,7 +662,8 @@ static const unsigned char mha__proj[6][4] = {
 
 /* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out, r < rows, with
    W, b, in and out those of projection `which` (mha__proj): x is
-   [rows][in], y is [rows][out]. Each dot product in fp32, in index order. */
+   [rows][in], y is [rows][out]. Each dot product in blocks (mha__dot), the
+   bias added at the end. */
 MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const float *x, size_t rows, size_t o0,
                                              float *y) {
     const unsigned char *f = mha__proj[which];
@@ -640,7 +671,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const
     const float *b = f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
     size_t in = MHA__SIZE(c, f[2]), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
-        for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, x, in) + (b ? b[o] : 0.0f);
+        for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, 1, x, 1, in, 0) + (b ? b[o] : 0.0f);
 }
 
 /* Query t of batch entry b, head i, with its projection in part 3 (and for
@@ -662,7 +693,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
     const float *bias = NULL;
     float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, 5);
     float *ho = c->head < 0 ? MHA__PART(c, 6) + i * c->pv : c->out;
-    float mx = ninf, sum = 0.0f;
+    const float one = 1.0f;
+    float mx = ninf, sum;
     if (mask) {
         if (mask->keep) keep = mask->keep + row * m;
         if (mask->bias) bias = mask->bias + row * m;
@@ -683,7 +715,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
                 for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, 4)[a] + akj[a]);
             } else
 #endif
-                s = c->scale * mha__dot(q, k + j * c->pk, c->pk);
+                s = c->scale * mha__dot(q, 1, k + j * c->pk, 1, c->pk, 0);
             if (bias) s += bias[j];
         }
         sc[j] = s;
@@ -692,17 +724,11 @@ MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t 
        precision a score still in a register can differ from its stored copy */
     for (j = 0; j < m; ++j)
         if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
-    for (j = 0; j < m; ++j) {
-        sc[j] = sc[j] == ninf ? 0.0f : sc[j] == mx ? 1.0f : MHA_EXPF(sc[j] - mx);
-        sum += sc[j];
-    }
+    for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
+    sum = mha__dot(sc, 1, &one, 0, m, 0);
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
-    for (a = 0; a < c->pv; ++a) ho[a] = 0.0f;
-    for (j = 0; j < m; ++j, v += c->pv) {
-        sc[j] /= sum;
-        if (sc[j] != 0.0f)
-            for (a = 0; a < c->pv; ++a) ho[a] += sc[j] * v[a];
-    }
+    for (j = 0; j < m; ++j) sc[j] /= sum;
+    for (a = 0; a < c->pv; ++a) ho[a] = mha__dot(sc, 1, v + a, c->pv, m, 1);
 }
 
 /* ---- fast path (MHA_FAST) --------------------------------------------------
@@ -996,27 +1022,31 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
     return mha__vselect_lt(z, mha__vset(0.3025f), t, e);
 }
 
-/* The micro-kernel: c[MR][NR] (row stride ldc) = (acc ? c : bias or 0) + a b,
+/* The micro-kernel: c[MR][NR] (row stride ldc) = ((acc ? c : 0) + a b) + bias,
    with a [MR][k] (row stride lda), b one packed panel [k][NR] and bias NULL
-   or [NR] for every row. Written out row by row (MHA__EACH_ROW) so that the
-   2 MR accumulators stay in registers. */
+   (none) or [NR] for every row. a b is summed from zero, so that a long dot
+   product is a sum of blocks of at most MHA__KC terms (the accuracy of
+   blocked summation) and the bias comes last. Written out row by row
+   (MHA__EACH_ROW) so that the 2 MR accumulators stay in registers. */
 #define MHA__ROWS4(X) X(0) X(1) X(2) X(3)
 #define MHA__ROWS6(X) MHA__ROWS4(X) X(4) X(5)
 #define MHA__ROWS8(X) MHA__ROWS6(X) X(6) X(7)
 #define MHA__ROWS12(X) MHA__ROWS8(X) X(8) X(9) X(10) X(11)
-#define MHA__K_INIT(r)                                                                                   \
-    mha__v c0_##r = acc ? mha__vload(c + (r) * ldc) : i0;                                               \
-    mha__v c1_##r = acc ? mha__vload(c + (r) * ldc + MHA__VL) : i1;
+#define MHA__K_INIT(r) mha__v c0_##r = z, c1_##r = z;
 #define MHA__K_FMA(r)                                                                                    \
     ar = mha__vset(a[(r) * lda + p]);                                                                    \
     c0_##r = mha__vfma(ar, b0, c0_##r);                                                                  \
     c1_##r = mha__vfma(ar, b1, c1_##r);
 #define MHA__K_STORE(r)                                                                                  \
-    mha__vstore(c + (r) * ldc, c0_##r);                                                                  \
-    mha__vstore(c + (r) * ldc + MHA__VL, c1_##r);
+    if (acc) {                                                                                           \
+        c0_##r = mha__vadd(mha__vload(c + (r) * ldc), c0_##r);                                          \
+        c1_##r = mha__vadd(mha__vload(c + (r) * ldc + MHA__VL), c1_##r);                                \
+    }                                                                                                    \
+    mha__vstore(c + (r) * ldc, mha__vadd(c0_##r, i0));                                                   \
+    mha__vstore(c + (r) * ldc + MHA__VL, mha__vadd(c1_##r, i1));
 MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
                                             int acc, const float *bias) {
-    mha__v b0, b1, ar, i0 = bias ? mha__vload(bias) : mha__vset(0.0f), i1 = bias ? mha__vload(bias + MHA__VL) : i0;
+    mha__v b0, b1, ar, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z, i1 = bias ? mha__vload(bias + MHA__VL) : z;
     size_t p;
     MHA__EACH_ROW(MHA__K_INIT)
     for (p = 0; p < k; ++p, b += MHA__NR) {
@@ -1028,12 +1058,14 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda
 }
 
 /* The same for a panel whose columns past VL are padding: one vector wide. */
-#define MHA__K1_INIT(r) mha__v c0_##r = acc ? mha__vload(c + (r) * ldc) : i0;
+#define MHA__K1_INIT(r) mha__v c0_##r = z;
 #define MHA__K1_FMA(r) c0_##r = mha__vfma(mha__vset(a[(r) * lda + p]), b0, c0_##r);
-#define MHA__K1_STORE(r) mha__vstore(c + (r) * ldc, c0_##r);
+#define MHA__K1_STORE(r)                                                                                 \
+    if (acc) c0_##r = mha__vadd(mha__vload(c + (r) * ldc), c0_##r);                                      \
+    mha__vstore(c + (r) * ldc, mha__vadd(c0_##r, i0));
 MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
                                              int acc, const float *bias) {
-    mha__v b0, i0 = bias ? mha__vload(bias) : mha__vset(0.0f);
+    mha__v b0, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;
     size_t p;
     MHA__EACH_ROW(MHA__K1_INIT)
     for (p = 0; p < k; ++p, b += MHA__NR) {
@@ -1075,8 +1107,8 @@ MHA__PRIVATE void mha__vscale(float *x, size_t n, float k) {
     for (j = 0; j < n; j += MHA__VL) mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(k)));
 }
 
-/* One GEMM of the fast path. C (=, or += when acc) A B (+ bias on columns
-   when not acc), over rows x cols, with
+/* One GEMM of the fast path. C (=, or += when acc) A B, + bias on columns
+   at the end, over rows x cols, with
      A  [rows][k], row stride lda; when rows is not a multiple of MR and
         tail is not NULL, the last rows are read through tail ([MR][KC]
         floats), else A must have readable rows up to the next multiple of MR;
@@ -1112,10 +1144,10 @@ MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const fl
 }
 
 MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
-    float t[MHA__MR * MHA__NR];
+    float t[MHA__MR * MHA__NR], tb[MHA__NR];
     size_t k0, kl, q, r0, rh, cw, r, j;
     for (k0 = 0; k0 < g->k || k0 == 0; k0 += MHA__KC) {
-        int first = k0 == 0, acc = g->acc || !first;
+        int acc = g->acc || k0 != 0, last = g->k - k0 <= MHA__KC; /* the bias with the last K block */
         kl = g->k - k0 < MHA__KC ? g->k - k0 : MHA__KC;
         for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
             const float *a = g->a + r0 * g->lda + k0;
@@ -1129,7 +1161,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             }
             for (q = 0; q * MHA__NR < g->cols; ++q) {
                 const float *bq = g->b + q * g->bps + k0 * MHA__NR;
-                const float *bias = !acc && g->bias ? g->bias + q * MHA__NR : NULL;
+                const float *bias = last && g->bias ? g->bias + q * MHA__NR : NULL;
                 float *c = g->c + r0 * g->ldc + q * g->cps;
                 cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
                 if (rh == MHA__MR && cw == MHA__NR) {
@@ -1142,8 +1174,8 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                 }
                 /* an edge tile, through t: the bias and C only where they exist */
                 if (bias && cw < MHA__NR) {
-                    for (j = 0; j < MHA__NR; ++j) t[j] = j < cw ? bias[j] : 0.0f;
-                    bias = t;
+                    for (j = 0; j < MHA__NR; ++j) tb[j] = j < cw ? bias[j] : 0.0f;
+                    bias = tb;
                 }
                 if (acc) {
                     for (j = 0; j < MHA__MR * MHA__NR; ++j) t[j] = 0.0f;
@@ -1223,6 +1255,7 @@ typedef struct mha__fast {
     float *akt, *paq;                     /* additive: (A_k^(i) K^T) [p_a][mr], packed A_q^(i) */
     size_t b, g, i, slot_floats;
     int vbad;                             /* V of kv head g has a value that is not finite */
+    float vscale;                         /* V of kv head g is held times 1/vscale (1, or 2^64 for huge values) */
 } mha__fast;
 
 
@@ -1240,7 +1273,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c) {
     f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR) : MHA__QR; /* n = 0: no tile, qr > 0 */
     tiles = (c->n + f->qr - 1) / f->qr;
     f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
-    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, f->pvr), c->pa), MHA__KB + 2));
+    f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, mha__mul(3, f->pvr)), c->pa), MHA__KB + 3));
     mha__packed_bytes(c, &f->per_g, &f->per_i);
     sz[0] = f->per_i;
     sz[1] = f->per_g;
@@ -1296,9 +1329,10 @@ MHA__PRIVATE float mha__max(const float *x, size_t len, float mx) {
 }
 
 /* x[j] = exp(x[j] - mx) in place for j < len (a multiple of VL), with the
-   reference's rules: a masked score (-inf) gives 0, a score equal to mx 1
-   (also for mx = +inf), and a NaN max makes every weight NaN. Returns the
-   sum. The vector code runs when mx is finite; exp(0) is exactly 1 there. */
+   rules of mha__weight: a masked score (-inf) gives 0, a score equal to mx 1
+   (also for mx = +inf), 0 below ln(FLT_MIN), and a NaN max makes every
+   weight NaN. Returns the sum. The vector code runs when mx is finite; exp(0)
+   is exactly 1 there and the vector exp is 0 below ln(FLT_MIN) too. */
 MHA__PRIVATE float mha__softmax(float *x, size_t len, float mx) {
     const float ninf = -(FLT_MAX * 2.0f);
     float sum = 0.0f;
@@ -1313,7 +1347,7 @@ MHA__PRIVATE float mha__softmax(float *x, size_t len, float mx) {
         return mha__vhsum(vs);
     }
     for (j = 0; j < len; ++j) {
-        x[j] = x[j] == ninf ? 0.0f : x[j] == mx ? 1.0f : MHA_EXPF(x[j] - mx);
+        x[j] = mha__weight(x[j], mx);
         sum += x[j];
     }
     return sum;
@@ -1337,26 +1371,36 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
     return top > mx ? top : mx;
 }
 
-/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st). When
-   V has a value that is not finite, weights of exactly 0 are skipped as the
-   reference path skips them, so that a masked key's values never count. */
-MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, size_t j0, float *ot) {
+/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
+   block's product pt is summed from zero and added to ot with compensation
+   oc (as the reference path adds its blocks), so that the error does not grow
+   with m. When V has a value that is not finite, weights of exactly 0 are
+   skipped as the reference path skips them, so that a masked key's values
+   never count, and the blocks are added plainly (an inf stays inf). */
+MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, size_t j0, float *ot, float *pt,
+                               float *oc) {
     const mha__ctx *c = f->c;
     mha__gemm_args g;
-    size_t r, j, a;
+    size_t r, j, a, n = f->qr * f->pvr;
     if (f->vbad) {
+        for (j = 0; j < n; ++j) pt[j] = 0.0f;
         for (r = 0; r < f->qr; ++r)
             for (j = 0; j < cl; ++j)
                 if (st[r * MHA__KB + j] != 0.0f)
                     for (a = 0; a < c->pv; ++a)
-                        ot[r * f->pvr + a] += st[r * MHA__KB + j] *
+                        pt[r * f->pvr + a] += st[r * MHA__KB + j] *
                                               f->vt[(a / MHA__NR) * f->mr * MHA__NR + (j0 + j) * MHA__NR + a % MHA__NR];
+        for (j = 0; j < n; j += MHA__VL) mha__vstore(ot + j, mha__vadd(mha__vload(ot + j), mha__vload(pt + j)));
         return;
     }
-    g = mha__mm(f->qr, c->pv, cl, st, MHA__KB, f->vt + j0 * MHA__NR, ot, f->pvr);
+    g = mha__mm(f->qr, c->pv, cl, st, MHA__KB, f->vt + j0 * MHA__NR, pt, f->pvr);
     g.bps = f->mr * MHA__NR; /* V's panels hold every key */
-    g.acc = 1;
     mha__gemm(&g);
+    for (j = 0; j < n; j += MHA__VL) { /* Kahan: y = pt - oc, t = ot + y, oc = (t - ot) - y, ot = t */
+        mha__v o = mha__vload(ot + j), y = mha__vsub(mha__vload(pt + j), mha__vload(oc + j)), t = mha__vadd(o, y);
+        mha__vstore(oc + j, mha__vsub(mha__vsub(t, o), y));
+        mha__vstore(ot + j, t);
+    }
 }
 
 /* Additive scores of rows r < rv for keys j0 .. j0+cp-1 into st:
@@ -1379,9 +1423,14 @@ MHA__PRIVATE void mha__fast_additive(const mha__fast *f, const float *aq, size_t
 
 /* Query tile `tile` (rows t0 .. t0+QR-1 of batch entry f->b) for head f->i,
    in scratch slot s: the projected queries qt [QR][p_q], a block of scores
-   or weights st [QR][KB], the output accumulator ot [QR][pvr], the running
-   max and sum. Adds the head's share W_o^(i) h_i into out (head 0 sets out
-   to b_o plus its share). */
+   or weights st [QR][KB], the output accumulator ot [QR][pvr] with a block's
+   product pt and the compensation oc (both [QR][pvr]), the running max mx,
+   sum l and its compensation lc. Adds the head's share W_o^(i) h_i into out
+   (head 0 sets out to its share, the last head adds b_o at the end).
+   When V has a value that is not finite, a first pass over the key blocks
+   finds each row's max, so that the weights are e^(s - max) of the final
+   max, as the reference computes them: a later block's larger max can then
+   never rescale a NaN that a weight of 0 would have dropped. */
 MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
@@ -1389,10 +1438,12 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     const mha_mask *mask = c->mask;
     const size_t R = f->qr, KB = MHA__KB, m = c->m, pvr = f->pvr, t0 = tile * R, i = f->i;
     const size_t rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
-    float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *mx = ot + R * pvr, *l = mx + R, *aq = l + R;
+    float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *pt = ot + R * pvr, *oc = pt + R * pvr;
+    float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
     const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
+    int pass;
     mha__gemm_args g;
 
     /* qt = queries W_q^(i)^T + b_q^(i) */
@@ -1417,11 +1468,14 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
         }
         if (hi[r] > jend) jend = hi[r];
         mx[r] = ninf;
-        l[r] = 0.0f;
+        l[r] = lc[r] = 0.0f;
     }
     if (attn) jend = m; /* every weight is written */
-    for (j = 0; j < R * pvr; ++j) ot[j] = 0.0f;
+    for (j = 0; j < R * pvr; ++j) ot[j] = oc[j] = 0.0f;
 
+    /* pass 0 (only when V is not finite and attn is not asked for): the max of
+       each row; pass 1: the weights and the product with V */
+    for (pass = f->vbad && !attn ? 0 : 1; pass < 2; ++pass)
     for (j0 = 0; j0 < jend; j0 += KB) {
         cl = jend - j0 < KB ? jend - j0 : KB;
         cp = MHA__UP(cl, MHA__VL);
@@ -1447,6 +1501,10 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
             for (; j < vis; ++j)
                 x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
             for (; j < cp; ++j) x[j] = ninf;
+            if (pass == 0) {
+                mx[r] = mha__max(x, cl, mx[r]);
+                continue;
+            }
             if (attn) {
                 for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
                 mx[r] = mha__max(x, cl, mx[r]);
@@ -1457,15 +1515,21 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
                 for (j = 0; j < cl; ++j) x[j] = 0.0f;
                 continue;
             }
-            alpha = mx[r] == mnew ? 1.0f : mx[r] == ninf ? 0.0f : MHA_EXPF(mx[r] - mnew);
+            alpha = mha__weight(mx[r], mnew);
             if (alpha != 1.0f) { /* the max grew: rescale */
                 mha__vscale(ot + r * pvr, pvr, alpha);
+                mha__vscale(oc + r * pvr, pvr, alpha);
                 l[r] *= alpha;
+                lc[r] *= alpha;
             }
-            l[r] += mha__softmax(x, cp, mnew);
+            { /* l += the block's sum, compensated */
+                float y = mha__softmax(x, cp, mnew) - lc[r], t = l[r] + y;
+                lc[r] = (t - l[r]) - y;
+                l[r] = t;
+            }
             mx[r] = mnew;
         }
-        if (!attn) mha__fast_pv(f, st, cl, j0, ot);
+        if (pass == 1 && !attn) mha__fast_pv(f, st, cl, j0, ot, pt, oc);
     }
 
     if (attn) { /* the weights, as the reference computes them, then weights x values */
@@ -1485,16 +1549,18 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
             cl = m - j0 < KB ? m - j0 : KB;
             for (r = 0; r < R; ++r)
                 for (j = 0; j < cl; ++j) st[r * KB + j] = r < rv ? attn[r * m + j0 + j] : 0.0f;
-            mha__fast_pv(f, st, cl, j0, ot);
+            mha__fast_pv(f, st, cl, j0, ot, pt, oc);
         }
+        if (f->vscale != 1.0f)
+            for (r = 0; r < rv; ++r) mha__vscale(ot + r * pvr, pvr, f->vscale);
     } else {
-        for (r = 0; r < rv; ++r) /* divide once; a row with every key masked is 0 */
-            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : 1.0f / l[r]);
+        for (r = 0; r < rv; ++r) /* divide once (and undo V's scale); a row with every key masked is 0 */
+            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : f->vscale / l[r]);
     }
 
-    /* out (+)= h_i W_o^(i)^T, + b_o for head 0 */
+    /* out (+)= h_i W_o^(i)^T, + b_o after the last head */
     g = mha__mm(rv, c->po, c->pv, ot, pvr, f->wo, c->out + row0 * c->po, c->po);
-    g.bias = i == 0 ? w->b_o : NULL;
+    g.bias = i + 1 == c->h ? w->b_o : NULL;
     g.acc = i != 0;
     mha__gemm(&g);
 }
@@ -1536,10 +1602,22 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
             for (q = 0; q < f.pvr / MHA__NR; ++q) /* V's padding rows m .. mr-1 */
                 for (j = c->m * MHA__NR; j < f.mr * MHA__NR; ++j) f.vt[q * f.mr * MHA__NR + j] = 0.0f;
             mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KVB - 1) / MHA__KVB);
-            { /* inf * 0 and NaN * 0 are NaN: one test at the end */
-                mha__v z = mha__vset(0.0f), acc = z;
-                for (j = 0; j < f.mr * f.pvr; j += MHA__VL) acc = mha__vfma(mha__vload(f.vt + j), z, acc);
+            { /* inf * 0 and NaN * 0 are NaN: one test at the end; and the largest |v| */
+                mha__v z = mha__vset(0.0f), acc = z, big = z, x;
+                for (j = 0; j < f.mr * f.pvr; j += MHA__VL) {
+                    x = mha__vload(f.vt + j);
+                    acc = mha__vfma(x, z, acc);
+                    big = mha__vmax(big, mha__vmax(x, mha__vsub(z, x)));
+                }
                 f.vbad = mha__vbad(acc);
+                /* sum_j e^(s_j - max) v_j, before the division by the sum, can reach m max |v|: with
+                   |v| >= 2^64 V is held times 2^-64 (exact but for values below 2^-62, whose share is
+                   below any tolerance), so that a finite result never overflows on the way */
+                f.vscale = 1.0f;
+                if (!f.vbad && mha__vhmax(big) >= 18446744073709551616.0f) {
+                    f.vscale = 18446744073709551616.0f;
+                    mha__vscale(f.vt, f.mr * f.pvr, 1.0f / f.vscale);
+                }
             }
             for (i = g * c->grp; i < (g + 1) * c->grp; ++i) {
                 f.i = i;

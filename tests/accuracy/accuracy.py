@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""mha.h's error against float64, beside PyTorch fp32's, on random
+torch.nn.MultiheadAttention problems (`make accuracy`).
+
+Usage: /usr/bin/python3 tests/accuracy/accuracy.py BUILD=PROGRAM [BUILD=PROGRAM ...]
+Each PROGRAM is tests/accuracy/run_mha.c built one way (the reference path,
+the fast path for one vector unit). For every problem the inputs and weights
+are drawn in float32; PyTorch's fp32 module runs on them; the float64
+reference is the same module in float64 on the same float32 values (so the
+comparison measures the computation, not the rounding of the inputs). The
+error of a problem is max |y - ref| / (1 + max |ref|) over its outputs.
+
+Prints, per build, the median, p99 and max error of mha.h and of PyTorch fp32,
+and the distribution of the ratio mha.h / PyTorch over the problems. Goals
+(checked; each build one line "N passed, M failed"): median ratio <= 0.75 and
+no problem worse than 2x PyTorch. Then a long random family (m up to 65536)
+per build, error per m, and each PROGRAM's own identical-keys family.
+"""
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+PROBLEMS = int(os.environ.get("ACCURACY_PROBLEMS", "120"))
+MEDIAN_GOAL = 0.75
+MAX_GOAL = 2.0
+
+
+def draw_problem(g):
+    """A random nn.MultiheadAttention problem: sizes, mask, module."""
+    heads = [1, 2, 4, 8, 16][int(torch.randint(0, 5, (1,), generator=g))]
+    while True:
+        e = int(torch.randint(16, 513, (1,), generator=g))
+        e -= e % heads
+        if e >= heads and e >= 16:
+            break
+    kdim = e if torch.rand(1, generator=g) < 0.7 else int(torch.randint(8, 513, (1,), generator=g))
+    vdim = kdim if torch.rand(1, generator=g) < 0.5 else int(torch.randint(8, 513, (1,), generator=g))
+    n = int(torch.randint(1, 301, (1,), generator=g))
+    m = int(torch.randint(1, 301, (1,), generator=g))
+    batch = int(torch.randint(1, 3, (1,), generator=g))
+    kind = int(torch.randint(0, 3, (1,), generator=g))  # 0 none, 1 causal (n == m), 2 key padding
+    if kind == 1:
+        m = n
+    return dict(e=e, heads=heads, kdim=kdim, vdim=vdim, n=n, m=m, batch=batch, kind=kind)
+
+
+def make_module(p, g):
+    mod = torch.nn.MultiheadAttention(p["e"], p["heads"], kdim=p["kdim"], vdim=p["vdim"], batch_first=True)
+    with torch.no_grad():  # biases nonzero, so that they count
+        for name, t in mod.named_parameters():
+            if "bias" in name:
+                t.copy_(torch.empty(t.shape).uniform_(-0.5, 0.5, generator=g))
+    return mod.eval()
+
+
+def weights(mod, p):
+    """mha.h's weights from the module: w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o."""
+    e = p["e"]
+    if mod.in_proj_weight is not None:
+        wq, wk, wv = mod.in_proj_weight[:e], mod.in_proj_weight[e:2 * e], mod.in_proj_weight[2 * e:]
+    else:
+        wq, wk, wv = mod.q_proj_weight, mod.k_proj_weight, mod.v_proj_weight
+    b = mod.in_proj_bias
+    return [wq, b[:e], wk, b[e:2 * e], wv, b[2 * e:], mod.out_proj.weight, mod.out_proj.bias]
+
+
+def run_torch(mod, q, k, v, p, lens, dtype):
+    m64 = mod.to(dtype)
+    kw = {}
+    if p["kind"] == 1:
+        kw["attn_mask"] = torch.triu(torch.ones(p["n"], p["m"], dtype=torch.bool), 1)
+    if lens is not None:
+        kw["key_padding_mask"] = torch.arange(p["m"])[None, :] >= lens[:, None]
+    with torch.no_grad():
+        y, _ = m64(q.to(dtype), k.to(dtype), v.to(dtype), need_weights=False, **kw)
+    return y
+
+
+def error(y, ref):
+    y = y.to(torch.float64)
+    return float((y - ref).abs().max() / (1.0 + ref.abs().max()))
+
+
+def pack(problems):
+    out = [struct.pack("<i", len(problems))]
+    for p, w, q, k, v, lens in problems:
+        out.append(struct.pack("<11i", p["batch"], p["n"], p["m"], p["heads"], p["e"], p["kdim"], p["vdim"],
+                               p["e"] // p["heads"], p["e"], 1 if p["kind"] == 1 else 0, 1 if lens is not None else 0))
+        for t in w + [q, k, v]:
+            out.append(t.detach().to(torch.float32).contiguous().numpy().tobytes())
+        if lens is not None:
+            out.append(lens.to(torch.int32).numpy().tobytes())
+    return b"".join(out)
+
+
+def run_c(program, blob, sizes):
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        with open(src, "wb") as f:
+            f.write(blob)
+        subprocess.run([program, src, dst], check=True)
+        data = open(dst, "rb").read()
+    flat = torch.frombuffer(bytearray(data), dtype=torch.float32)
+    outs, at = [], 0
+    for shape in sizes:
+        count = math.prod(shape)
+        outs.append(flat[at:at + count].reshape(shape))
+        at += count
+    return outs
+
+
+def quantile(xs, qq):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(qq * (len(xs) - 1))))]
+
+
+def main():
+    builds = [a.split("=", 1) for a in sys.argv[1:]]
+    g = torch.Generator().manual_seed(20261202)
+    torch.manual_seed(20261202)
+    problems, torch_err, refs, sizes = [], [], [], []
+    for _ in range(PROBLEMS):
+        p = draw_problem(g)
+        mod = make_module(p, g)
+        q = torch.empty(p["batch"], p["n"], p["e"]).uniform_(-1, 1, generator=g)
+        k = torch.empty(p["batch"], p["m"], p["kdim"]).uniform_(-1, 1, generator=g)
+        v = torch.empty(p["batch"], p["m"], p["vdim"]).uniform_(-1, 1, generator=g)
+        lens = None
+        if p["kind"] == 2:
+            lens = torch.randint(1, p["m"] + 1, (p["batch"],), generator=g)
+        w = [t.detach().clone() for t in weights(mod, p)]
+        y32 = run_torch(mod, q, k, v, p, lens, torch.float32)
+        ref = run_torch(mod, q, k, v, p, lens, torch.float64)
+        torch_err.append(error(y32, ref))
+        refs.append(ref)
+        sizes.append((p["batch"], p["n"], p["e"]))
+        problems.append((p, w, q, k, v, lens))
+    blob = pack(problems)
+    print("%d random nn.MultiheadAttention problems (E 16..512, heads 1..16, n, m 1..300, kdim/vdim, "
+          "causal or key padding masks); error = max |y - ref| / (1 + max |ref|) against float64" % PROBLEMS)
+    print("| build | mha.h median | p99 | max | PyTorch fp32 median | p99 | max | ratio median | p99 | max "
+          "| problems worse than PyTorch |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    passed = failed = 0
+    for name, program in builds:
+        outs = run_c(program, blob, sizes)
+        ours = [error(o, r) for o, r in zip(outs, refs)]
+        ratio = [a / b if b > 0 else (1.0 if a == 0 else math.inf) for a, b in zip(ours, torch_err)]
+        worse = sum(1 for r in ratio if r > 1.0)
+        print("| %s | %.2e | %.2e | %.2e | %.2e | %.2e | %.2e | %.2f | %.2f | %.2f | %d |" % (
+            name, quantile(ours, 0.5), quantile(ours, 0.99), max(ours), quantile(torch_err, 0.5),
+            quantile(torch_err, 0.99), max(torch_err), quantile(ratio, 0.5), quantile(ratio, 0.99), max(ratio),
+            worse))
+        ok = quantile(ratio, 0.5) <= MEDIAN_GOAL and max(ratio) <= MAX_GOAL
+        if not ok:
+            print("FAIL %s: median ratio %.2f (goal <= %.2f), max %.2f (goal <= %.2f)" % (
+                name, quantile(ratio, 0.5), MEDIAN_GOAL, max(ratio), MAX_GOAL))
+        passed += ok
+        failed += not ok
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
