@@ -215,6 +215,74 @@ static void test_non_finite(void) {
     }
 }
 
+/* One head, every size 1, identity weights, no biases, q = 1, keys 0: every
+   score is 0 (+ bias[j]), so out is the weighted mean of v over the visible
+   keys. Runs both paths (attn asked for or not) and returns the fast path's
+   out without attn; *ref gets the reference's. */
+static float tiny_layer(int32_t m, const float *v, const float *bias, int with_attn, float *ref) {
+    static const float one = 1.0f;
+    mha_shape s = {0};
+    mha_weights w = {0};
+    mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
+    float q = 1.0f, out = 0.0f, *keys = (float *)calloc((size_t)m, sizeof(float));
+    float *attn = (float *)malloc((size_t)m * sizeof(float));
+    size_t bytes;
+    void *ws;
+    s.heads = 1; s.d_q = s.d_k = s.d_v = s.p_q = s.p_k = s.p_v = s.p_o = 1;
+    w.w_q = w.w_k = w.w_v = w.w_o = &one;
+    mask.bias = bias;
+    bytes = mha_reference_workspace_size(&s, 1, 1, m) + mha_workspace_size(&s, 1, 1, m);
+    ws = malloc(bytes);
+    *ref = 0.0f;
+    if (mha_forward_reference(&s, &w, 1, 1, m, &q, keys, v, &mask, ref, NULL, ws, bytes) != MHA_OK ||
+        mha_forward(&s, &w, 1, 1, m, &q, keys, v, &mask, &out, with_attn ? attn : NULL, ws, bytes) != MHA_OK)
+        out = -1.0f;
+    free(keys);
+    free(attn);
+    free(ws);
+    return out;
+}
+
+/* The non-finite cases of the fast path's key blocks, against known answers:
+   finite values whose unnormalised weighted sum would overflow, a NaN or inf
+   value whose weight is 0 only once a later block raises the max, and the
+   one underflow rule (a weight below e^-87.34 is 0 on both paths). */
+static void test_blocks_non_finite(void) {
+    float v[300], bias[300], ref, got;
+    int a, j, k;
+    for (a = 0; a < 2; ++a) {
+        for (j = 0; j < 300; ++j) v[j] = 2e38f, bias[j] = 0.0f;
+        got = tiny_layer(2, v, bias, a, &ref);
+        CHECK(got == 2e38f && ref == 2e38f, "v = {2e38, 2e38}%s: fast %g, reference %g (want 2e38)",
+              a ? ", attn" : "", (double)got, (double)ref);
+        for (j = 0; j < 300; ++j) v[j] = 1e37f;
+        got = tiny_layer(200, v, bias, a, &ref);
+        CHECK(fabsf(got - 1e37f) <= 1e32f && fabsf(ref - 1e37f) <= 1e32f,
+              "m = 200, v = 1e37%s: fast %g, reference %g", a ? ", attn" : "", (double)got, (double)ref);
+        for (k = 0; k < 4; ++k) { /* NaN or inf at key 5, a larger max in a later block (key 150) */
+            for (j = 0; j < 300; ++j) v[j] = 1.0f, bias[j] = 0.0f;
+            v[5] = k & 1 ? INFINITY : NAN;
+            bias[150] = k & 2 ? INFINITY : 200.0f;
+            got = tiny_layer(200, v, bias, a, &ref);
+            CHECK(got == 1.0f && ref == 1.0f, "v[5] = %s, bias[150] = %s%s: fast %g, reference %g (want 1)",
+                  k & 1 ? "inf" : "NaN", k & 2 ? "inf" : "200", a ? ", attn" : "", (double)got, (double)ref);
+        }
+        for (k = 0; k < 3; ++k) { /* the underflow rule: weight e^-95 is 0, e^-80 is not */
+            for (j = 0; j < 300; ++j) v[j] = 1.0f, bias[j] = 0.0f;
+            v[7] = NAN;
+            bias[7] = k == 0 ? -95.0f : k == 1 ? -87.34f : -80.0f;
+            got = tiny_layer(20, v, bias, a, &ref);
+            if (k < 2)
+                CHECK(fabsf(got - 1.0f) <= 1e-6f && fabsf(ref - 1.0f) <= 1e-6f,
+                      "NaN value %g below the max%s: skipped on both paths (%g, %g)",
+                      (double)-bias[7], a ? ", attn" : "", (double)got, (double)ref);
+            else
+                CHECK(got != got && ref != ref, "NaN value 80 below the max%s: NaN on both paths (%g, %g)",
+                      a ? ", attn" : "", (double)got, (double)ref);
+        }
+    }
+}
+
 static void test_parallel_and_packed(void) {
     mha_shape s = {0};
     tu_problem p;
@@ -398,6 +466,7 @@ int main(int argc, char **argv) {
     printf("fast path: %s, MR %d, NR %d\n", MHA__SIMD_NAME, (int)MHA__MR, (int)MHA__NR);
     test_random_problems(problems);
     test_non_finite();
+    test_blocks_non_finite();
     test_parallel_and_packed();
     test_workspace();
     test_vexp(stride);
