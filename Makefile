@@ -7,7 +7,8 @@
 #   make refcheck   regenerate the PyTorch vectors into a scratch folder and run the suite on them
 #   make valgrind   the test programs (not the math sweep) under valgrind memcheck (--error-exitcode=1)
 #   make tsan       the threads test, and the fast path on two threads, under -fsanitize=thread (clang)
-#   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang); make fuzz-fast: on the fast path
+#   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang); make fuzz-fast: on the fast path,
+#                   once per vector unit (portable, and AVX2, AVX-512 where the CPU has them)
 #   make mathf-sweep exp and tanh of every build against libm, every SWEEP_STRIDE-th float (default 1: all)
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
@@ -157,12 +158,24 @@ fuzz: | $(BUILD)
 	rm -rf $(BUILD)/fuzz_corpus && mkdir -p $(BUILD)/fuzz_corpus && cp $(CORPUS) $(BUILD)/fuzz_corpus/
 	@sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_mha $(BUILD)/fuzz_corpus $(FUZZ_SECONDS)
 
-# The same fuzzer on the fast path (MHA_FAST 1, the CPU's vector unit).
+# The same fuzzer on the fast path (MHA_FAST 1), once per vector unit: the
+# portable code, and AVX2 and AVX-512 where this CPU runs them (FUZZ_SECONDS each).
+FUZZFAST = clang -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DMHA_FAST=1 \
+           $(REPLAY:tests/fuzz/replay.c=) $(LDLIBS)
+ifeq ($(shell uname -m),x86_64)
+FUZZUNITS = "sh tests/if_cpu.sh avx2,fma sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_avx2 $(BUILD)/fuzz_corpus_avx2 $(FUZZ_SECONDS)" \
+            "sh tests/if_cpu.sh avx512f,fma sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_avx512 $(BUILD)/fuzz_corpus_avx512 $(FUZZ_SECONDS)"
+endif
 fuzz-fast: | $(BUILD)
-	clang -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DMHA_FAST=1 $(FASTMHA) \
-	    $(REPLAY:tests/fuzz/replay.c=) -o $(BUILD)/fuzz_mha_fast $(LDLIBS)
-	rm -rf $(BUILD)/fuzz_corpus_fast && mkdir -p $(BUILD)/fuzz_corpus_fast && cp $(CORPUS) $(BUILD)/fuzz_corpus_fast/
-	@sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_mha_fast $(BUILD)/fuzz_corpus_fast $(FUZZ_SECONDS)
+	$(FUZZFAST) -DMHA_NO_SIMD=1 -o $(BUILD)/fuzz_fast_portable
+ifeq ($(shell uname -m),x86_64)
+	$(FUZZFAST) -mavx2 -mfma -o $(BUILD)/fuzz_fast_avx2
+	$(FUZZFAST) -mavx512f -mfma -o $(BUILD)/fuzz_fast_avx512
+endif
+	for u in portable avx2 avx512; do rm -rf $(BUILD)/fuzz_corpus_$$u && mkdir -p $(BUILD)/fuzz_corpus_$$u && \
+	    cp $(CORPUS) $(BUILD)/fuzz_corpus_$$u/; done
+	@sh tests/run.sh "sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_portable $(BUILD)/fuzz_corpus_portable $(FUZZ_SECONDS)" \
+	    $(FUZZUNITS)
 
 # exp and tanh of each build (MHA_NO_LIBM scalar, portable, and the vector units this CPU runs)
 SWEEP_STRIDE ?= 1

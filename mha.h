@@ -466,7 +466,7 @@ typedef struct mha__ctx {
     size_t pa, grp, hpv;              /* pa = 0: dot scoring; grp = h / kv query heads per kv head;
                                          hpv = h * p_v (used only once the sizes are checked) */
     size_t batch, n, m;
-    size_t attn_h, masked;            /* h if attn is wanted, else 0; 1 if a [batch][n][m] mask is given */
+    size_t attn_h, masked;            /* h if attn is wanted, else 0; 1 if a bias mask [batch][n][m] is given */
     float scale;
     int32_t head, len;                /* head -1: mha_forward; else mha_head's head and valid length,
                                          with batch = n = 1 and out = h_head */
@@ -563,7 +563,7 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(batch), MHA__F(m), MHA__F(dv), MHA__F(one)},     /* values */
     {MHA__F(batch), MHA__F(n), MHA__F(po), MHA__F(one)},     /* out */
     {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(attn_h)},   /* attn [batch][h][n][m] */
-    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(masked)},   /* keep or bias [batch][n][m] */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(masked)},   /* bias [batch][n][m] (keep: mha__enter) */
     {MHA__F(kv), MHA__F(m), MHA__F(pk), MHA__F(one)},        /* part 0: kp [kv][m][p_k] projected keys */
     {MHA__F(kv), MHA__F(m), MHA__F(pv), MHA__F(one)},        /* part 1: vp [kv][m][p_v] projected values */
     {MHA__F(h), MHA__F(m), MHA__F(pa), MHA__F(one)},         /* part 2: ak [h][m][p_a] A_k^(i) k_ij */
@@ -1707,7 +1707,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
     c.attn_h = attn ? c.h : 0;
-    c.masked = mask && (mask->keep || mask->bias);
+    c.masked = mask && mask->bias;
     c.head = head;
     c.len = len;
     c.mask = mask;
@@ -1722,7 +1722,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
 #endif
     bytes = mha__bytes(&c);
-    if (bytes == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (bytes == SIZE_MAX || (mask && mask->keep && mha__mul(mha__mul(c.batch, c.n), c.m) == SIZE_MAX))
+        return MHA_ERR_OVERFLOW; /* keep has 1 byte per element */
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
     if (head >= 0 && (len < 0 || len > m)) return MHA_ERR_MASK;
     if (mask && mask->valid_lens)

@@ -261,6 +261,22 @@ static void test_sizes(void) {
     s = base;
     s.p_q = INT32_MAX; s.p_k = INT32_MAX; s.p_a = INT32_MAX; s.heads = s.kv_heads = 4;
     CHECK(mha_workspace_size(&s, 1, 1, INT32_MAX) == 0, "additive A_q beyond size_t: workspace size 0");
+    { /* keep has one byte per element, bias four: sizes where only the bias overflows */
+        mha_mask km;
+        int32_t kb = sizeof(size_t) == 4 ? 1 : 2, kn = sizeof(size_t) == 4 ? 46341 : INT32_MAX;
+        memset(&km, 0, sizeof km);
+        s = base;
+        km.keep = (const uint8_t *)p.q; /* never read: the call stops at the workspace check */
+        CHECK(mha_forward(&s, &p.w, kb, kn, kn, p.q, p.k, p.v, &km, p.out, NULL, p.ws, p.ws_bytes) ==
+                  MHA_ERR_WORKSPACE,
+              "keep [batch][n][m] of %d x %d x %d bytes fits in size_t: not MHA_ERR_OVERFLOW", (int)kb, (int)kn,
+              (int)kn);
+        km.keep = NULL;
+        km.bias = p.q;
+        CHECK(mha_forward(&s, &p.w, kb, kn, kn, p.q, p.k, p.v, &km, p.out, NULL, p.ws, p.ws_bytes) ==
+                  MHA_ERR_OVERFLOW,
+              "bias [batch][n][m] of 4 bytes each beyond size_t: MHA_ERR_OVERFLOW");
+    }
     if (sizeof(size_t) == 4) {
         s = base;
         s.d_q = 1 << 15; s.p_q = 1 << 15; s.heads = s.kv_heads = 1;

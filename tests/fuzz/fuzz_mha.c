@@ -5,6 +5,10 @@
         written from the README's error table (exact byte counts);
      2. with finite data, an MHA_OK result is finite;
      3. mha_forward agrees with naive_forward (tests/naive_ref.h, double);
+     3b. on the fast path (MHA_FAST 1), with NaN and inf values too (not with
+        +-1e30, whose sums cancel differently in another order): mha_forward
+        agrees with mha_forward_reference, the rules' oracle (the same NaN and
+        inf outputs, finite outputs within the tolerance);
      4. nothing is read or written outside the buffers (ASan, exact-size
         allocations) and no UB happens (UBSan).
    A failed check aborts, which libFuzzer reports with the input.
@@ -20,7 +24,7 @@
 #include "../naive_ref.h"
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
-unsigned long fuzz_count_error_path, fuzz_count_ok_compared;
+unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared;
 
 typedef struct fuzz_reader {
     const uint8_t *p;
@@ -33,7 +37,9 @@ static uint8_t fz_byte(fuzz_reader *r) {
     return *r->p++;
 }
 
-/* A size: mostly small, sometimes 0, negative or huge. */
+/* A size: mostly small, sometimes 0, negative or huge, sometimes 1..300 from
+   two more bytes, which crosses the fast path's key blocks (128 keys), query
+   tiles (24 or 48 rows) and K/V tasks (32 to 96 rows). */
 static int32_t fz_size(fuzz_reader *r) {
     uint8_t b = fz_byte(r);
     switch (b) {
@@ -41,7 +47,12 @@ static int32_t fz_size(fuzz_reader *r) {
     case 254: return INT32_MIN;
     case 253: return 1 << 20;
     case 252: return 65536;
-    default: return (int32_t)(b % 10) - 1; /* -1 .. 8 */
+    default:
+        if (b >= 236) {
+            uint32_t x = (uint32_t)fz_byte(r) << 8;
+            return 1 + (int32_t)((x | fz_byte(r)) % 300u);
+        }
+        return (int32_t)(b % 10) - 1; /* -1 .. 8 */
     }
 }
 
@@ -56,6 +67,10 @@ static int32_t fz_offset(fuzz_reader *r) {
     }
 }
 
+/* Set when an input holds +-1e30: sums of such terms cancel differently in
+   another order, so the two paths need not agree (finite or not). */
+static int fz_huge;
+
 /* A value: mostly in [-4, 4); specials (NaN, inf, 1e30, subnormal) only if allowed. */
 static float fz_value(fuzz_reader *r, int specials, int *finite) {
     uint8_t b = fz_byte(r);
@@ -64,7 +79,7 @@ static float fz_value(fuzz_reader *r, int specials, int *finite) {
         if (b == 250) { *finite = 0; return NAN; }
         if (b == 251) { *finite = 0; return INFINITY; }
         if (b == 252) { *finite = 0; return -INFINITY; }
-        if (b == 253 || b == 254) { *finite = 0; return sp[b - 252]; } /* 1e30 can overflow a score */
+        if (b == 253 || b == 254) { *finite = 0; fz_huge = 1; return sp[b - 252]; } /* 1e30 can overflow a score */
         return sp[3];                                                    /* subnormal: stays finite */
     }
     return ((float)b - 128.0f) / 32.0f;
@@ -82,9 +97,8 @@ typedef uint64_t fz_u;
 static fz_u fz_mul(fz_u a, fz_u b) { return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
 static fz_u fz_add(fz_u a, fz_u b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 #endif
-static fz_u fz_bytes3(int64_t a, int64_t b, int64_t c) {
-    return fz_mul(fz_mul(fz_mul((fz_u)a, (fz_u)b), (fz_u)c), 4u);
-}
+static fz_u fz_count3(int64_t a, int64_t b, int64_t c) { return fz_mul(fz_mul((fz_u)a, (fz_u)b), (fz_u)c); }
+static fz_u fz_bytes3(int64_t a, int64_t b, int64_t c) { return fz_mul(fz_count3(a, b, c), 4u); }
 
 /* The status mha_forward must return, from the README's rules alone. */
 static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_t n, int32_t m, int null_which,
@@ -112,7 +126,8 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
         fz_bytes3(batch, n, s->d_q) > limit || fz_bytes3(batch, m, s->d_k) > limit ||
         fz_bytes3(batch, m, s->d_v) > limit || fz_bytes3(batch, n, s->p_o) > limit ||
         (want_attn && fz_mul(fz_bytes3(batch, n, m), (fz_u)H) > limit) ||
-        (mask && (mask->keep || mask->bias) && fz_bytes3(batch, n, m) > limit))
+        (mask && mask->bias && fz_bytes3(batch, n, m) > limit) ||
+        (mask && mask->keep && fz_count3(batch, n, m) > limit)) /* keep: one byte each */
         return MHA_ERR_OVERFLOW;
     /* 4 (kv m (p_k + p_v) + h m p_a + h p_q + p_a + m + h p_v) + 64 + the call state */
     total = fz_mul(fz_mul((fz_u)KV, (fz_u)m), (fz_u)s->p_k + (fz_u)s->p_v);
@@ -167,6 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     r.p = data;
     r.left = size;
+    fz_huge = 0;
     memset(&s, 0, sizeof s);
     memset(&w, 0, sizeof w);
     memset(&mask, 0, sizeof mask);
@@ -193,8 +209,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
        the predicted status is an error. */
     want = fuzz_expected_status(&s, batch, n, m, 0, NULL, 0, &r, SIZE_MAX);
     if (want != MHA_OK || mha_weight_counts_get(&s, &c) != MHA_OK || c.w_q + c.w_k + c.w_v + c.w_o + c.a_q + c.a_k > 4096u ||
-        mha_workspace_size(&s, batch, n, m) > 65536u || batch > 64 ||
-        (uint64_t)batch * (uint64_t)n * (uint64_t)m > 4096u || (uint64_t)batch * ((uint64_t)n + (uint64_t)m) > 512u) {
+        mha_workspace_size(&s, batch, n, m) > (1u << 20) || batch > 64 ||
+        (uint64_t)batch * (uint64_t)n * (uint64_t)m > 16384u || (uint64_t)batch * ((uint64_t)n + (uint64_t)m) > 640u) {
         static float dummy[4];
         static unsigned char dws[256];
         const float *dp[14];
@@ -253,7 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         lens = (int32_t *)malloc((n_lens ? n_lens : 1) * sizeof(int32_t));
         for (j = 0; j < n_lens; ++j) {
             uint8_t b = fz_byte(&r);
-            lens[j] = b == 255 ? INT32_MAX : b == 254 ? INT32_MIN : (int32_t)(b % (uint8_t)(m + 3)) - 1;
+            lens[j] = b == 255 ? INT32_MAX : b == 254 ? INT32_MIN : (int32_t)((int64_t)b * (m + 2) / 253) - 1; /* -1..m+1 */
         }
         mask.valid_lens = lens;
     }
@@ -290,6 +306,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     got = mha_forward(null_which == 1 ? NULL : &s, null_which == 2 ? NULL : &w, batch, n, m, q, k, v,
                       use_mask ? &mask : NULL, out, attn, ws, ws_bytes);
     if (got != want) FZ_FAIL("status %d, predicted %d", (int)got, (int)want);
+#if defined(MHA_FAST) && MHA_FAST
+    if (got == MHA_OK && !fz_huge) { /* the same rules as the reference path, NaN and inf included */
+        size_t rb = mha_reference_workspace_size(&s, batch, n, m);
+        float *ro = fz_alloc(n_out), *ra = want_attn ? fz_alloc(n_attn) : NULL, mx = 0.0f;
+        void *rw = malloc(rb);
+        if (mha_forward_reference(&s, &w, batch, n, m, q, k, v, use_mask ? &mask : NULL, ro, ra, rw, rb) != MHA_OK)
+            FZ_FAIL("reference path: not MHA_OK");
+        for (j = 0; j < n_out; ++j) mx = isfinite(ro[j]) && fabsf(ro[j]) > mx ? fabsf(ro[j]) : mx;
+        for (j = 0; j < n_out; ++j) {
+            int same = isnan(out[j]) ? isnan(ro[j]) : isinf(out[j]) ? out[j] == ro[j]
+                     : isfinite(ro[j]) && fabsf(out[j] - ro[j]) <= 1e-4f * (1.0f + mx);
+            if (!same) FZ_FAIL("fast out[%lu] = %.9g, reference %.9g", (unsigned long)j, (double)out[j], (double)ro[j]);
+        }
+        for (j = 0; ra && j < n_attn; ++j) {
+            int same = isnan(attn[j]) ? isnan(ra[j]) : fabsf(attn[j] - ra[j]) <= 1e-4f;
+            if (!same) FZ_FAIL("fast attn[%lu] = %.9g, reference %.9g", (unsigned long)j, (double)attn[j], (double)ra[j]);
+        }
+        free(ro);
+        free(ra);
+        free(rw);
+        ++fuzz_count_fast_compared;
+    }
+#endif
     if (got == MHA_OK && finite) {
         double *ref = (double *)malloc((n_out ? n_out : 1) * sizeof(double));
         double *ref_attn = (double *)malloc((n_attn ? n_attn : 1) * sizeof(double));
