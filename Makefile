@@ -10,6 +10,7 @@
 #   make fuzz       libFuzzer for FUZZ_SECONDS (default 60) seconds (clang); make fuzz-fast: on the fast path,
 #                   once per vector unit (portable, and AVX2, AVX-512 where the CPU has them)
 #   make mathf-sweep exp and tanh of every build against libm, every SWEEP_STRIDE-th float (default 1: all)
+#   make accuracy   mha.h's error against float64 beside PyTorch fp32's, every build (python3-torch)
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
@@ -64,7 +65,7 @@ EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
-        callgrind install clean mathf-sweep
+        callgrind install clean mathf-sweep accuracy
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
@@ -191,6 +192,23 @@ ifeq ($(shell uname -m),x86_64)
 	$(CC) -O2 -std=c99 -mavx512f -mfma tests/mathf_sweep.c -o $(BUILD)/sweep_avx512 $(LDLIBS)
 endif
 	@sh tests/run.sh "$(BUILD)/sweep_scalar $(SWEEP_STRIDE)" "$(BUILD)/sweep_portable $(SWEEP_STRIDE)" $(SWEEPSIMD)
+
+# The accuracy benchmark: tests/accuracy/run_mha.c built for the reference path
+# and for the fast path of each vector unit this CPU runs; tests/accuracy/accuracy.py
+# draws the problems, runs PyTorch and checks the goals.
+ACCFLAGS = -O2 -std=c99 -Wall -Wextra -Werror
+ifeq ($(shell uname -m),x86_64)
+ACCSIMD = $(if $(shell grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && echo y),avx2=$(BUILD)/acc_avx2) \
+          $(if $(shell grep -qw avx512f /proc/cpuinfo && echo y),avx512=$(BUILD)/acc_avx512)
+endif
+accuracy: | $(BUILD)
+	$(CC) $(ACCFLAGS) -DMHA_FAST=0 tests/accuracy/run_mha.c -o $(BUILD)/acc_reference $(LDLIBS)
+	$(CC) $(ACCFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 tests/accuracy/run_mha.c -o $(BUILD)/acc_portable $(LDLIBS)
+ifeq ($(shell uname -m),x86_64)
+	$(CC) $(ACCFLAGS) -DMHA_FAST=1 -mavx2 -mfma tests/accuracy/run_mha.c -o $(BUILD)/acc_avx2 $(LDLIBS)
+	$(CC) $(ACCFLAGS) -DMHA_FAST=1 -mavx512f -mfma tests/accuracy/run_mha.c -o $(BUILD)/acc_avx512 $(LDLIBS)
+endif
+	$(PYTHON) tests/accuracy/accuracy.py reference=$(BUILD)/acc_reference portable=$(BUILD)/acc_portable $(ACCSIMD)
 
 coverage: | $(BUILD)
 	@sh tests/coverage.sh $(BUILD)/cov

@@ -643,8 +643,10 @@ MHA__PRIVATE float mha__dot(const float *x, size_t xs, const float *y, size_t ys
    exactly 0 where s - mx < ln(FLT_MIN), whatever MHA_EXPF gives there (no
    subnormal weights, on either path); NaN in, NaN out. */
 MHA__PRIVATE float mha__weight(float s, float mx) {
+    const float ninf = -(FLT_MAX * 2.0f); /* a float: where float math runs in double, only the
+                                              conversion makes this -inf */
     float d = s - mx;
-    return s == -(FLT_MAX * 2.0f) ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
+    return s == ninf ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
 }
 
 /* The projections of a call: for each, the offsets of its weight and bias

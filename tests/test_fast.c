@@ -326,6 +326,23 @@ static void test_parallel_and_packed(void) {
     CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
               memcmp(base, other, n_out * sizeof(float)) == 0,
           "packed: same result, bit for bit");
+    { /* the buffer is tied to its address modulo 64: a copy at the same offset works, another is refused */
+        unsigned char *moved = (unsigned char *)malloc(pbytes + 128), *at;
+        size_t base_off = (size_t)(64 - (uintptr_t)moved % 64) % 64;
+        size_t from = (size_t)((uintptr_t)((char *)pack + 1) % 64);
+        at = moved + base_off + from;
+        memcpy(at, (char *)pack + 1, pbytes);
+        pw.packed = at;
+        CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+                  memcmp(base, other, n_out * sizeof(float)) == 0,
+              "packed: a copy at the same offset from a 64-byte boundary works");
+        memmove(at + 1, at, pbytes);
+        pw.packed = at + 1;
+        CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+              "packed: a copy at another offset is refused");
+        pw.packed = (char *)pack + 1;
+        free(moved);
+    }
     s.p_o = 62;
     CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
           "packed: weights packed for another shape are refused");

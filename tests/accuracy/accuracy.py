@@ -14,7 +14,9 @@ Prints, per build, the median, p99 and max error of mha.h and of PyTorch fp32,
 and the distribution of the ratio mha.h / PyTorch over the problems. Goals
 (checked; each build one line "N passed, M failed"): median ratio <= 0.75 and
 no problem worse than 2x PyTorch. Then a long random family (m up to 65536)
-per build, error per m, and each PROGRAM's own identical-keys family.
+per build, error per m (no worse than 2x PyTorch fp32), and each PROGRAM's
+own identical-keys family (error <= 2e-6 (1 + max |v|) up to m = 65536).
+Ends with the total "N passed, M failed".
 """
 import math
 import os
@@ -119,6 +121,39 @@ def quantile(xs, qq):
     return xs[min(len(xs) - 1, int(round(qq * (len(xs) - 1))))]
 
 
+def long_family(builds, g):
+    """E 64, 4 heads, n 4, random keys: the error per m up to 65536, each build beside PyTorch fp32."""
+    ms = [1024, 4096, 16384, 65536]
+    problems, refs, sizes, torch_err = [], [], [], []
+    for m in ms:
+        p = dict(e=64, heads=4, kdim=64, vdim=64, n=4, m=m, batch=1, kind=0)
+        mod = make_module(p, g)
+        q = torch.empty(1, 4, 64).uniform_(-1, 1, generator=g)
+        k = torch.empty(1, m, 64).uniform_(-1, 1, generator=g)
+        v = torch.empty(1, m, 64).uniform_(-1, 1, generator=g)
+        w = [t.detach().clone() for t in weights(mod, p)]
+        y32 = run_torch(mod, q, k, v, p, None, torch.float32)
+        ref = run_torch(mod, q, k, v, p, None, torch.float64)
+        torch_err.append(error(y32, ref))
+        refs.append(ref)
+        sizes.append((1, 4, 64))
+        problems.append((p, w, q, k, v, None))
+    blob = pack(problems)
+    print()
+    print("Long random family (E 64, 4 heads, n 4, random keys and values), error per m:")
+    print("| m | PyTorch fp32 | " + " | ".join(name for name, _ in builds) + " |")
+    print("|---|---|" + "---|" * len(builds))
+    errs = {name: [error(o, r) for o, r in zip(run_c(prog, blob, sizes), refs)] for name, prog in builds}
+    failed = 0
+    for i, m in enumerate(ms):
+        print("| %d | %.2e | %s |" % (m, torch_err[i], " | ".join("%.2e" % errs[name][i] for name, _ in builds)))
+        for name, _ in builds:
+            if errs[name][i] > MAX_GOAL * torch_err[i]:
+                print("FAIL %s at m = %d: %.2e, more than %.0fx PyTorch fp32" % (name, m, errs[name][i], MAX_GOAL))
+                failed += 1
+    return len(builds) * len(ms) - failed, failed
+
+
 def main():
     builds = [a.split("=", 1) for a in sys.argv[1:]]
     g = torch.Generator().manual_seed(20261202)
@@ -162,6 +197,15 @@ def main():
                 name, quantile(ratio, 0.5), MEDIAN_GOAL, max(ratio), MAX_GOAL))
         passed += ok
         failed += not ok
+    p, f = long_family(builds, g)
+    passed, failed = passed + p, failed + f
+    for name, program in builds:
+        print()
+        print("Identical keys and values (exact answer v), %s:" % name)
+        run = subprocess.run([program, "--identical"], capture_output=True, text=True)
+        print("\n".join(line for line in run.stdout.splitlines() if "passed" not in line))
+        passed += run.returncode == 0
+        failed += run.returncode != 0
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
