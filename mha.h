@@ -1477,61 +1477,62 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
 
     /* pass 0 (only when V is not finite and attn is not asked for): the max of
        each row; pass 1: the weights and the product with V */
-    for (pass = f->vbad && !attn ? 0 : 1; pass < 2; ++pass)
-    for (j0 = 0; j0 < jend; j0 += KB) {
-        cl = jend - j0 < KB ? jend - j0 : KB;
-        cp = MHA__UP(cl, MHA__VL);
-        if (MHA__ADDITIVE(c)) {
-            mha__fast_additive(f, aq, rv, j0, cp, st);
-        } else {
-            g = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB); /* st = q . k, keys j0.. */
-            mha__gemm(&g);
+    for (pass = f->vbad && !attn ? 0 : 1; pass < 2; ++pass) {
+        for (j0 = 0; j0 < jend; j0 += KB) {
+            cl = jend - j0 < KB ? jend - j0 : KB;
+            cp = MHA__UP(cl, MHA__VL);
+            if (MHA__ADDITIVE(c)) {
+                mha__fast_additive(f, aq, rv, j0, cp, st);
+            } else {
+                g = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB); /* st = q . k, keys j0.. */
+                mha__gemm(&g);
+            }
+            for (r = 0; r < R; ++r) {
+                float *x = st + r * KB, alpha, mnew;
+                size_t vis = hi[r] <= j0 ? 0 : hi[r] - j0 < cl ? hi[r] - j0 : cl;
+                const uint8_t *keep = mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL;
+                const float *bias = mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL;
+                if (r >= rv) { /* a padding row: weight 0 */
+                    for (j = 0; j < cl; ++j) x[j] = 0.0f;
+                    continue;
+                }
+                j = 0; /* scale, mask and bias */
+                if (!keep && !bias)
+                    for (; j + MHA__VL <= vis; j += MHA__VL)
+                        mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
+                for (; j < vis; ++j)
+                    x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
+                for (; j < cp; ++j) x[j] = ninf;
+                if (pass == 0) {
+                    mx[r] = mha__max(x, cl, mx[r]);
+                    continue;
+                }
+                if (attn) {
+                    for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
+                    mx[r] = mha__max(x, cl, mx[r]);
+                    continue;
+                }
+                mnew = mha__rowmax(x, cp, mx[r]);
+                if (mnew == ninf) { /* nothing visible yet */
+                    for (j = 0; j < cl; ++j) x[j] = 0.0f;
+                    continue;
+                }
+                alpha = mha__weight(mx[r], mnew);
+                if (alpha != 1.0f) { /* the max grew: rescale */
+                    mha__vscale(ot + r * pvr, pvr, alpha);
+                    mha__vscale(oc + r * pvr, pvr, alpha);
+                    l[r] *= alpha;
+                    lc[r] *= alpha;
+                }
+                { /* l += the block's sum, compensated */
+                    float y = mha__softmax(x, cp, mnew) - lc[r], t = l[r] + y;
+                    lc[r] = (t - l[r]) - y;
+                    l[r] = t;
+                }
+                mx[r] = mnew;
+            }
+            if (pass == 1 && !attn) mha__fast_pv(f, st, cl, j0, ot, pt, oc);
         }
-        for (r = 0; r < R; ++r) {
-            float *x = st + r * KB, alpha, mnew;
-            size_t vis = hi[r] <= j0 ? 0 : hi[r] - j0 < cl ? hi[r] - j0 : cl;
-            const uint8_t *keep = mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL;
-            const float *bias = mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL;
-            if (r >= rv) { /* a padding row: weight 0 */
-                for (j = 0; j < cl; ++j) x[j] = 0.0f;
-                continue;
-            }
-            j = 0; /* scale, mask and bias */
-            if (!keep && !bias)
-                for (; j + MHA__VL <= vis; j += MHA__VL)
-                    mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
-            for (; j < vis; ++j)
-                x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
-            for (; j < cp; ++j) x[j] = ninf;
-            if (pass == 0) {
-                mx[r] = mha__max(x, cl, mx[r]);
-                continue;
-            }
-            if (attn) {
-                for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
-                mx[r] = mha__max(x, cl, mx[r]);
-                continue;
-            }
-            mnew = mha__rowmax(x, cp, mx[r]);
-            if (mnew == ninf) { /* nothing visible yet */
-                for (j = 0; j < cl; ++j) x[j] = 0.0f;
-                continue;
-            }
-            alpha = mha__weight(mx[r], mnew);
-            if (alpha != 1.0f) { /* the max grew: rescale */
-                mha__vscale(ot + r * pvr, pvr, alpha);
-                mha__vscale(oc + r * pvr, pvr, alpha);
-                l[r] *= alpha;
-                lc[r] *= alpha;
-            }
-            { /* l += the block's sum, compensated */
-                float y = mha__softmax(x, cp, mnew) - lc[r], t = l[r] + y;
-                lc[r] = (t - l[r]) - y;
-                l[r] = t;
-            }
-            mx[r] = mnew;
-        }
-        if (pass == 1 && !attn) mha__fast_pv(f, st, cl, j0, ot, pt, oc);
     }
 
     if (attn) { /* the weights, as the reference computes them, then weights x values */

@@ -248,12 +248,13 @@ static float tiny_layer(int32_t m, const float *v, const float *bias, int with_a
    value whose weight is 0 only once a later block raises the max, and the
    one underflow rule (a weight below e^-87.34 is 0 on both paths). */
 static void test_blocks_non_finite(void) {
+    const float big = 2e38f; /* a float: with x87 excess precision the literal itself is not rounded */
     float v[300], bias[300], ref, got;
     int a, j, k;
     for (a = 0; a < 2; ++a) {
-        for (j = 0; j < 300; ++j) v[j] = 2e38f, bias[j] = 0.0f;
+        for (j = 0; j < 300; ++j) v[j] = big, bias[j] = 0.0f;
         got = tiny_layer(2, v, bias, a, &ref);
-        CHECK(got == 2e38f && ref == 2e38f, "v = {2e38, 2e38}%s: fast %g, reference %g (want 2e38)",
+        CHECK(got == big && ref == big, "v = {2e38, 2e38}%s: fast %g, reference %g (want 2e38)",
               a ? ", attn" : "", (double)got, (double)ref);
         for (j = 0; j < 300; ++j) v[j] = 1e37f;
         got = tiny_layer(200, v, bias, a, &ref);
