@@ -618,17 +618,17 @@ static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, 
 /* The smallest e^d that is not 0 (ln(FLT_MIN)): below it a weight is 0. */
 #define MHA__EXP_LO (-87.33654475f)
 
-/* sum_i x[i xs] y[i ys] for i < n (ys = 0: a constant y), in blocks (see
+/* sum_i x[i] y[i ys] for i < n (ys = 0: a constant y), in blocks (see
    MHA__BLOCK); with skip0 the terms whose x is exactly 0 are left out. The
    compensation is dropped where it is not finite, so that an inf or NaN
    term gives the plain sum's inf or NaN. */
-MHA__PRIVATE float mha__dot(const float *x, size_t xs, const float *y, size_t ys, size_t n, int skip0) {
+MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t ys, size_t n, int skip0) {
     float s = 0.0f, comp = 0.0f, b, t;
     size_t i = 0, e;
     while (i < n) {
         e = n - i < MHA__BLOCK ? n : i + MHA__BLOCK;
         for (b = 0.0f; i < e; ++i)
-            if (!skip0 || x[i * xs] != 0.0f) b += x[i * xs] * y[i * ys];
+            if (!skip0 || x[i] != 0.0f) b += x[i] * y[i * ys];
         b -= comp;
         t = s + b;
         comp = (t - s) - b; /* what t lost of b */
@@ -642,7 +642,7 @@ MHA__PRIVATE float mha__dot(const float *x, size_t xs, const float *y, size_t ys
    a masked key (-inf), 1 for s == mx (also +inf), e^(s - mx) else, and
    exactly 0 where s - mx < ln(FLT_MIN), whatever MHA_EXPF gives there (no
    subnormal weights, on either path); NaN in, NaN out. */
-MHA__PRIVATE float mha__weight(float s, float mx) {
+MHA__PRIVATE MHA__NOINLINE float mha__weight(float s, float mx) {
     const float ninf = -(FLT_MAX * 2.0f); /* a float: where float math runs in double, only the
                                               conversion makes this -inf */
     float d = s - mx;
@@ -673,64 +673,86 @@ MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const
     const float *b = f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
     size_t in = MHA__SIZE(c, f[2]), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
-        for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, 1, x, 1, in, 0) + (b ? b[o] : 0.0f);
+        for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, x, 1, in, 0) + (b ? b[o] : 0.0f);
+}
+
+#if !MHA_NO_ADDITIVE
+/* The additive score of head i for one key: w_a^(i) . tanh(A_q^(i) q_i + A_k^(i) k_j),
+   A_q^(i) q_i in part 4, A_k^(i) k_j at akj (kept out of line: tanh's frame
+   would otherwise sit in mha__attend's). */
+MHA__PRIVATE MHA__NOINLINE float mha__additive(const mha__ctx *c, size_t i, const float *akj) {
+    const float *wa = c->w->a_v + i * c->pa;
+    float s = 0.0f;
+    size_t a;
+    for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, 4)[a] + akj[a]);
+    return s;
+}
+#endif
+
+/* The attention rules, one home for both paths.
+   Visibility: key j is visible to query t of batch entry b (row b n + t)
+   when j < the bound mha__visible returns (its valid length; with a causal
+   mask j <= t + causal_offset, exact for any offset, with no overflow) and
+   keep[j] != 0. A masked key's score is -inf. */
+MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, size_t t, size_t m) {
+    size_t hi = m;
+    if (mask && mask->valid_lens) hi = (size_t)mask->valid_lens[mask->valid_lens_per_query ? row : b];
+    if (mask && mask->causal) {
+        int32_t off = mask->causal_offset, mt = (int32_t)m - (int32_t)t;
+        size_t lim = off >= mt ? m : off < -(int32_t)t ? 0 : (size_t)((int32_t)t + off + 1);
+        if (lim < hi) hi = lim;
+    }
+    return hi;
+}
+
+/* Pooling: the scores sc[0..m) become the weights and ho[0..pv) = sum_j
+   w_j v_j, with value row j at v + j vst. The max in a pass of its own over
+   the stored scores (with x87 excess precision a score still in a register
+   can differ from its stored copy), starting from -inf (where a masked score
+   sits); NaN once any score is NaN. Each weight by mha__weight (0 for a
+   masked key, 1 for the max, also +inf: the +inf keys share the weight),
+   divided by their compensated sum; a row with every key masked is all 0.
+   Keys of weight exactly 0 are skipped, so a masked key's values never reach
+   the output. */
+MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, size_t vst, size_t pv, float *ho) {
+    static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
+    float mx = -(FLT_MAX * 2.0f), sum;
+    size_t j, a;
+    for (j = 0; j < m; ++j)
+        if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
+    for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
+    sum = mha__dot(sc, &one, 0, m, 0);
+    if (sum == 0.0f) sum = 1.0f; /* every key masked */
+    for (j = 0; j < m; ++j) sc[j] /= sum;
+    for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
 }
 
 /* Query t of batch entry b, head i, with its projection in part 3 (and for
-   additive scoring A_q^(i) q_i in part 4): the
-   attention weights go to attn (or part 5) and h_i to part 6 (or out, for
-   mha_head). Keys j are visible when j < valid length, j <= t + causal_offset
-   (if causal) and keep[j] != 0. Softmax: exp(s - max) / sum, the max starting
-   from -inf (where a masked score sits). Masked keys get weight 0, and a row
-   with every key masked is all 0. A +inf max takes the limit: the +inf keys
-   share the weight. A NaN score makes the row NaN. Keys of weight exactly 0
-   are skipped, so a masked key's values never reach the output. */
-MHA__PRIVATE MHA__NOINLINE void mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
-    const float ninf = -(FLT_MAX * 2.0f);
+   additive scoring A_q^(i) q_i in part 4): its scores under the rules above,
+   into attn's row or part 5, which it returns (mha__compute then pools them:
+   the two frames are siblings on the stack, not nested). */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
     const mha_mask *mask = c->mask;
-    size_t m = c->m, row = b * c->n + t, g = i / c->grp, j, a, hi = c->head < 0 ? m : (size_t)c->len;
-    const float *q = MHA__PART(c, 3) + i * c->pq, *k = MHA__PART(c, 0) + g * m * c->pk;
-    const float *v = MHA__PART(c, 1) + g * m * c->pv;
-    const uint8_t *keep = NULL;
-    const float *bias = NULL;
+    size_t m = c->m, row = b * c->n + t, j;
+    size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
+    const float *q = MHA__PART(c, 3) + i * c->pq, *k = MHA__PART(c, 0) + i / c->grp * m * c->pk;
+    const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
+    const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, 5);
-    float *ho = c->head < 0 ? MHA__PART(c, 6) + i * c->pv : c->out;
-    const float one = 1.0f;
-    float mx = ninf, sum;
-    if (mask) {
-        if (mask->keep) keep = mask->keep + row * m;
-        if (mask->bias) bias = mask->bias + row * m;
-        if (mask->valid_lens) hi = (size_t)mask->valid_lens[mask->valid_lens_per_query ? row : b];
-        if (mask->causal) { /* j <= t + offset; exact for any offset, with no overflow */
-            int32_t off = mask->causal_offset, mt = (int32_t)m - (int32_t)t;
-            size_t lim = off >= mt ? m : off < -(int32_t)t ? 0 : (size_t)((int32_t)t + off + 1);
-            if (lim < hi) hi = lim;
-        }
-    }
     for (j = 0; j < m; ++j) {
-        float s = ninf;
+        float s = -(FLT_MAX * 2.0f);
         if (j < hi && (!keep || keep[j])) {
 #if !MHA_NO_ADDITIVE
-            if (MHA__ADDITIVE(c)) {
-                const float *akj = MHA__PART(c, 2) + (i * m + j) * c->pa, *wa = c->w->a_v + i * c->pa;
-                s = 0.0f;
-                for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, 4)[a] + akj[a]);
-            } else
+            if (MHA__ADDITIVE(c))
+                s = mha__additive(c, i, MHA__PART(c, 2) + (i * m + j) * c->pa);
+            else
 #endif
-                s = c->scale * mha__dot(q, 1, k + j * c->pk, 1, c->pk, 0);
+                s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
             if (bias) s += bias[j];
         }
         sc[j] = s;
     }
-    /* the max in a pass of its own, over the stored scores: with x87 excess
-       precision a score still in a register can differ from its stored copy */
-    for (j = 0; j < m; ++j)
-        if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
-    for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
-    sum = mha__dot(sc, 1, &one, 0, m, 0);
-    if (sum == 0.0f) sum = 1.0f; /* every key masked */
-    for (j = 0; j < m; ++j) sc[j] /= sum;
-    for (a = 0; a < c->pv; ++a) ho[a] = mha__dot(sc, 1, v + a, c->pv, m, 1);
+    return sc;
 }
 
 /* ---- fast path (MHA_FAST) --------------------------------------------------
@@ -1460,14 +1482,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
     }
 
     for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r */
-        hi[r] = r < rv ? m : 0;
-        if (r < rv && mask && mask->valid_lens)
-            hi[r] = (size_t)mask->valid_lens[mask->valid_lens_per_query ? row0 + r : f->b];
-        if (r < rv && mask && mask->causal) {
-            int32_t off = mask->causal_offset, t = (int32_t)(t0 + r), mt = (int32_t)m - t;
-            size_t lim = off >= mt ? m : off < -t ? 0 : (size_t)(t + off + 1);
-            if (lim < hi[r]) hi[r] = lim;
-        }
+        hi[r] = r < rv ? mha__visible(mask, f->b, row0 + r, t0 + r, m) : 0;
         if (hi[r] > jend) jend = hi[r];
         mx[r] = ninf;
         l[r] = lc[r] = 0.0f;
@@ -1782,7 +1797,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
                 if (MHA__ADDITIVE(c))
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, 3) + i * c->pq, 1, i * c->pa, MHA__PART(c, 4));
 #endif
-                mha__attend(c, b, t, i);
+                mha__pool(mha__attend(c, b, t, i), m, MHA__PART(c, 1) + i / c->grp * m * c->pv, c->pv, c->pv,
+                          c->head < 0 ? MHA__PART(c, 6) + i * c->pv : c->out);
             }
             if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, 6), 1, 0, c->out + row * c->po);
         }
