@@ -2,7 +2,12 @@
 # The declarations of mha.h (without MHA_IMPLEMENTATION) may include only
 # <stddef.h> and <stdint.h>. Lists the headers it includes directly.
 cc=${CC:-cc}
-direct=$(echo '#include "mha.h"' | $cc -I. -E -H -x c - 2>&1 >/dev/null | grep '^\.\. ' | sed 's/^\.\. //')
+list() { echo '#include "mha.h"' | $1 -I. -E -H -x c - 2>&1 >/dev/null | grep '^\.\. ' | sed 's/^\.\. //'; }
+direct=$(list "$cc")
+if [ -z "$direct" ] && [ "$cc" != cc ]; then # a compiler without -H (tcc): the header is the same for every compiler
+    echo "$cc lists no includes with -H: checked with cc instead"
+    direct=$(list cc)
+fi
 bad=0
 for h in $direct; do
     case "$h" in

@@ -86,8 +86,10 @@ static float fz_value(fuzz_reader *r, int specials, int *finite) {
 }
 
 /* Exact byte counts for the predicate: 128-bit where the compiler has it;
-   elsewhere (32-bit targets, where SIZE_MAX < 2^64) 64-bit arithmetic that
-   saturates, which is just as exact for a comparison with SIZE_MAX. */
+   elsewhere 64-bit arithmetic that saturates at UINT64_MAX. A count is too
+   large when it is >= SIZE_MAX: mha.h's own saturating arithmetic takes
+   SIZE_MAX itself for an overflow, a byte count (a multiple of 4) is never
+   exactly SIZE_MAX, and a saturated 64-bit count (tcc, 64-bit size_t) is. */
 #ifdef __SIZEOF_INT128__
 typedef unsigned __int128 fz_u;
 static fz_u fz_mul(fz_u a, fz_u b) { return a * b; }
@@ -120,14 +122,14 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     H = s->heads;
     KV = kv;
     pa = additive ? s->p_a : 0;
-    if (fz_bytes3(H, s->p_q, s->d_q) > limit || fz_bytes3(KV, s->p_k, s->d_k) > limit ||
-        fz_bytes3(KV, s->p_v, s->d_v) > limit || fz_bytes3(s->p_o, H, s->p_v) > limit ||
-        fz_bytes3(H, pa, s->p_q) > limit || fz_bytes3(H, pa, s->p_k) > limit ||
-        fz_bytes3(batch, n, s->d_q) > limit || fz_bytes3(batch, m, s->d_k) > limit ||
-        fz_bytes3(batch, m, s->d_v) > limit || fz_bytes3(batch, n, s->p_o) > limit ||
-        (want_attn && fz_mul(fz_bytes3(batch, n, m), (fz_u)H) > limit) ||
-        (mask && mask->bias && fz_bytes3(batch, n, m) > limit) ||
-        (mask && mask->keep && fz_count3(batch, n, m) > limit)) /* keep: one byte each */
+    if (fz_bytes3(H, s->p_q, s->d_q) >= limit || fz_bytes3(KV, s->p_k, s->d_k) >= limit ||
+        fz_bytes3(KV, s->p_v, s->d_v) >= limit || fz_bytes3(s->p_o, H, s->p_v) >= limit ||
+        fz_bytes3(H, pa, s->p_q) >= limit || fz_bytes3(H, pa, s->p_k) >= limit ||
+        fz_bytes3(batch, n, s->d_q) >= limit || fz_bytes3(batch, m, s->d_k) >= limit ||
+        fz_bytes3(batch, m, s->d_v) >= limit || fz_bytes3(batch, n, s->p_o) >= limit ||
+        (want_attn && fz_mul(fz_bytes3(batch, n, m), (fz_u)H) >= limit) ||
+        (mask && mask->bias && fz_bytes3(batch, n, m) >= limit) ||
+        (mask && mask->keep && fz_count3(batch, n, m) >= limit)) /* keep: one byte each */
         return MHA_ERR_OVERFLOW;
     /* 4 (kv m (p_k + p_v) + h m p_a + h p_q + p_a + m + h p_v) + 64 + the call state */
     total = fz_mul(fz_mul((fz_u)KV, (fz_u)m), (fz_u)s->p_k + (fz_u)s->p_v);
@@ -136,7 +138,7 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     total = fz_add(total, fz_add((fz_u)pa, (fz_u)m));
     total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_v));
     total = fz_add(fz_mul(total, 4u), (fz_u)(MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE));
-    if (total > limit) return MHA_ERR_OVERFLOW;
+    if (total >= limit) return MHA_ERR_OVERFLOW;
 #if defined(MHA_FAST) && MHA_FAST
     /* the fast path needs its own amount (exactness: tests/test_fast.c), with the same overflow verdict */
     total = (fz_u)mha_workspace_size(s, batch, n, m);
