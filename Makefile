@@ -62,7 +62,7 @@ FASTDEP  = tests/test_fast.c $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(FASTRUN)
 EXAMPLES = seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
-CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu
+CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
         callgrind install clean mathf-sweep accuracy
@@ -109,6 +109,9 @@ $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 $(BUILD)/static_pair: tests/static_a.c tests/static_b.c tests/static_main.c mha.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) tests/static_a.c tests/static_b.c tests/static_main.c -o $@ $(LDLIBS)
 
+$(BUILD)/options_empty: tests/options_empty.c mha.h | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
+
 $(BUILD)/cpp_tu: tests/cpp_tu.cpp mha.h | $(BUILD)
 	$(CXX) $(CFLAGS) -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror $< -o $@ $(LDLIBS)
 
@@ -118,7 +121,7 @@ $(BUILD)/%: examples/%.c examples/example_util.h mha.h | $(BUILD)
 examples: $(EXBINS)
 
 test: all
-	@sh tests/run.sh $(PROGRAMS) $(CONTRACT) "sh tests/check_includes.sh" \
+	@sh tests/run.sh $(PROGRAMS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
 run: $(BUILD)/seed_questions

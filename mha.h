@@ -10,10 +10,10 @@
 
        #define MHA_IMPLEMENTATION
        #include "mha.h"
-       mha_shape s = {0};                     // zero means default
+       mha_shape s = MHA_INIT;                // zero means default
        s.heads = 2; s.d_q = s.d_k = s.d_v = 8;
        s.p_q = s.p_k = s.p_v = 4; s.p_o = 8;  // score = MHA_SCORE_DOT
-       mha_weights w = {0};                   // w.w_q, w.w_k, w.w_v, w.w_o = your arrays
+       mha_weights w = MHA_INIT;              // w.w_q, w.w_k, w.w_v, w.w_o = your arrays
        size_t bytes = mha_workspace_size(&s, batch, n, m);   // 0: bad shape
        mha_status st = mha_forward(&s, &w, batch, n, m, q, k, v, NULL,
                                    out, NULL, workspace, bytes);
@@ -68,6 +68,12 @@
 #define MHA_VERSION_PATCH 0
 #define MHA_VERSION_STRING "0.1.0"
 
+/* An option defined with no value (`#define MHA_FAST`, the stb habit) means
+   1: (0 - X - 1) is 1 only when X is empty. */
+#if defined(MHA_STATIC) && (0 - MHA_STATIC - 1) == 1
+#undef MHA_STATIC
+#define MHA_STATIC 1
+#endif
 #ifndef MHA_STATIC
 #define MHA_STATIC 0
 #endif
@@ -88,6 +94,16 @@
 extern "C" {
 #endif
 
+/* The all-zero initialiser of any mha.h struct (every zero means its
+   default): `mha_shape s = MHA_INIT;`. It is {0} in C and {} in C++, so that
+   it compiles cleanly under -Wall -Wextra -Werror in both (C++ compilers warn
+   about the missing fields of {0}). */
+#ifdef __cplusplus
+#define MHA_INIT {}
+#else
+#define MHA_INIT {0}
+#endif
+
 /* Every call returns one of these. Values are fixed and never renumbered. */
 typedef enum mha_status {
     MHA_OK = 0,
@@ -104,7 +120,7 @@ typedef enum mha_score {
 } mha_score;
 
 /* Sizes of one attention layer. Zero means default where noted, so
-   `mha_shape s = {0};` plus the sizes you need is a complete set-up. */
+   `mha_shape s = MHA_INIT;` plus the sizes you need is a complete set-up. */
 typedef struct mha_shape {
     int32_t heads, kv_heads;      /* h >= 1; key/value heads, 0 means heads; heads % kv_heads == 0 */
     int32_t d_q, d_k, d_v;        /* sizes of one query, key, value vector (>= 1) */
@@ -264,6 +280,10 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #ifndef MHA_IMPLEMENTATION_INCLUDED
 #define MHA_IMPLEMENTATION_INCLUDED
 
+#if defined(MHA_NO_STATUS_STRINGS) && (0 - MHA_NO_STATUS_STRINGS - 1) == 1 /* defined empty: 1 */
+#undef MHA_NO_STATUS_STRINGS
+#define MHA_NO_STATUS_STRINGS 1
+#endif
 #ifndef MHA_NO_STATUS_STRINGS
 #define MHA_NO_STATUS_STRINGS 0
 #endif
@@ -271,11 +291,19 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #error "MHA_NO_STATUS_STRINGS must be 0 or 1"
 #endif
 
+#if defined(MHA_NO_LIBM) && (0 - MHA_NO_LIBM - 1) == 1 /* defined empty: 1 */
+#undef MHA_NO_LIBM
+#define MHA_NO_LIBM 1
+#endif
 #ifndef MHA_NO_LIBM
 #define MHA_NO_LIBM 0
 #endif
 #if MHA_NO_LIBM != 0 && MHA_NO_LIBM != 1
 #error "MHA_NO_LIBM must be 0 or 1"
+#endif
+#if defined(MHA_NO_ADDITIVE) && (0 - MHA_NO_ADDITIVE - 1) == 1 /* defined empty: 1 */
+#undef MHA_NO_ADDITIVE
+#define MHA_NO_ADDITIVE 1
 #endif
 #ifndef MHA_NO_ADDITIVE
 #define MHA_NO_ADDITIVE 0
@@ -284,11 +312,19 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #error "MHA_NO_ADDITIVE must be 0 or 1"
 #endif
 
+#if defined(MHA_FAST) && (0 - MHA_FAST - 1) == 1 /* defined empty: 1 */
+#undef MHA_FAST
+#define MHA_FAST 1
+#endif
 #ifndef MHA_FAST
 #define MHA_FAST 0
 #endif
 #if MHA_FAST != 0 && MHA_FAST != 1
 #error "MHA_FAST must be 0 or 1"
+#endif
+#if defined(MHA_NO_SIMD) && (0 - MHA_NO_SIMD - 1) == 1 /* defined empty: 1 */
+#undef MHA_NO_SIMD
+#define MHA_NO_SIMD 1
 #endif
 #ifndef MHA_NO_SIMD
 #define MHA_NO_SIMD 0

@@ -8,9 +8,9 @@
 #include "example_util.h"
 
 int main(void) {
-    mha_shape s = {0};
-    mha_weights w = {0};
-    mha_mask mask = {0};
+    mha_shape s = MHA_INIT;
+    mha_weights w = MHA_INIT;
+    mha_mask mask = MHA_INIT;
     mha_weight_counts c;
     int32_t valid_lens[2] = {8, 3}; /* sequence 1 has only 3 real keys */
     enum { B = 2, N = 4, M = 8 };

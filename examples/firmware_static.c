@@ -40,8 +40,8 @@ static unsigned char workspace[MHA_WORKSPACE_BYTES(HEADS, HEADS, P, P, P, 0, SEQ
 static float out[SEQ * D];
 
 int main(void) {
-    mha_shape s = {0};
-    mha_weights w = {0};
+    mha_shape s = MHA_INIT;
+    mha_weights w = MHA_INIT;
     mha_status st;
     int i, j;
     s.heads = HEADS; s.d_q = s.d_k = s.d_v = D; s.p_q = s.p_k = s.p_v = P; s.p_o = D;

@@ -9,11 +9,11 @@
 #include "example_util.h"
 
 int main(void) {
-    mha_shape s = {0};
+    mha_shape s = MHA_INIT;
     mha_weight_counts c;
     float heads[8][64], concat[8 * 64], *outs, *cmp, *cat2, *hbuf;
     const float *hp[8];
-    mha_weights w = {0};
+    mha_weights w = MHA_INIT;
     float *wq, *wk, *wv, *wo, *q, *k, *v;
     void *ws;
     size_t bytes, i;

@@ -11,9 +11,9 @@ enum { N = 6, D = 16, H = 4, P = 4 };
 int main(void) {
     static float wq[H * P * D], wk[H * P * D], wv[H * P * D], wo[D * H * P], bo[D];
     static float x[N * D], out[N * D], attn[H * N * N];
-    mha_shape s = {0};
-    mha_weights w = {0};
-    mha_mask mask = {0};
+    mha_shape s = MHA_INIT;
+    mha_weights w = MHA_INIT;
+    mha_mask mask = MHA_INIT;
     mha_status st;
     size_t bytes;
     void *ws;

@@ -21,9 +21,9 @@ static float out[FW_SEQ * FW_D];
 
 /* Runs the layer; kept out of line so that its frame is inside the painted area. */
 __attribute__((noinline)) static mha_status run_layer(void) {
-    mha_shape s = {0};
-    mha_weights w = {0};
-    mha_mask mask = {0};
+    mha_shape s = MHA_INIT;
+    mha_weights w = MHA_INIT;
+    mha_mask mask = MHA_INIT;
     s.heads = FW_HEADS; s.d_q = s.d_k = s.d_v = FW_D; s.p_q = s.p_k = s.p_v = FW_P; s.p_o = FW_D;
     w.w_q = FW_WQ; w.w_k = FW_WK; w.w_v = FW_WV; w.w_o = FW_WO; w.b_o = FW_BO;
     mask.causal = 1;

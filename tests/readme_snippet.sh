@@ -1,0 +1,43 @@
+#!/bin/sh
+# The README's quick start, taken from README.md as it stands, compiled as
+# C99 and as C++11 with -Wall -Wextra -Werror by each compiler present (gcc,
+# g++, clang, clang++) and run on zero weights and inputs of its sizes.
+# Usage: tests/readme_snippet.sh [BUILD_DIR]
+B=${1:-build}
+mkdir -p "$B"
+snippet=$(awk '/^## Quick start/ {q = 1} q && /^```c$/ {on = 1; next} on && /^```$/ {exit} on {print}' README.md)
+[ -n "$snippet" ] || { echo "no quick-start snippet found in README.md"; echo "0 passed, 1 failed"; exit 1; }
+head=$(printf '%s\n' "$snippet" | sed -n '1,/#include "mha.h"/p')
+body=$(printf '%s\n' "$snippet" | sed '1,/#include "mha.h"/d')
+cat > "$B/readme_snippet.c" <<EOF2
+$head
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    /* the names the snippet uses, at the sizes it sets */
+    int32_t batch = 2, n = 3, m = 5;
+    float *wq = (float *)calloc(512 * 512, sizeof(float)), *wk = (float *)calloc(512 * 512, sizeof(float));
+    float *wv = (float *)calloc(512 * 512, sizeof(float)), *wo = (float *)calloc(512 * 512, sizeof(float));
+    float *queries = (float *)calloc(2 * 3 * 512, sizeof(float)), *keys = (float *)calloc(2 * 5 * 512, sizeof(float));
+    float *values = (float *)calloc(2 * 5 * 512, sizeof(float)), *out = (float *)calloc(2 * 3 * 512, sizeof(float));
+    {
+$body
+    free(ws);
+    free(wq); free(wk); free(wv); free(wo); free(queries); free(keys); free(values); free(out);
+    return st == MHA_OK ? 0 : 1;
+    }
+}
+EOF2
+passed=0
+failed=0
+for c in "gcc -std=c99 -x c" "clang -std=c99 -x c" "g++ -std=c++11 -x c++" "clang++ -std=c++11 -x c++"; do
+    set -- $c
+    command -v "$1" > /dev/null 2>&1 || { echo "readme snippet: $1 not installed, skipped"; continue; }
+    if $c -I. -Wall -Wextra -Werror "$B/readme_snippet.c" -o "$B/readme_snippet" -lm && "$B/readme_snippet"; then
+        echo "readme snippet: $c -Wall -Wextra -Werror: compiles and runs"; passed=$((passed + 1))
+    else
+        echo "readme snippet: $c -Wall -Wextra -Werror: FAILED"; failed=$((failed + 1))
+    fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
