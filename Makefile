@@ -18,7 +18,8 @@
 #   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference
 #   make peers      mha.h against PyTorch and an OpenBLAS composition, alternating (bench/peers.py)
 #   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
-#   make install    copy mha.h to $(PREFIX)/include
+#   make install    mha.h, LICENSE, mha.pc and the CMake package under $(DESTDIR)$(PREFIX); make uninstall
+#   make install-test  install into a scratch prefix; pkg-config, find_package and FetchContent consumers
 
 CC      ?= cc
 CXX     ?= c++
@@ -65,7 +66,7 @@ EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
-        callgrind install clean mathf-sweep accuracy
+        callgrind install uninstall install-test clean mathf-sweep accuracy
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
@@ -255,9 +256,30 @@ peers: $(BUILD)/bench $(BUILD)/blas_mha
 callgrind:
 	@sh bench/callgrind.sh
 
+# make install PREFIX=... DESTDIR=...: the header, the licence, a pkg-config file and a
+# CMake package (find_package(mha) -> mha::mha); make uninstall removes them.
+VERSION = $(shell sed -n 's/^\#define MHA_VERSION_STRING "\(.*\)"/\1/p' mha.h)
+VMAJOR  = $(word 1,$(subst ., ,$(VERSION)))
+VMINOR  = $(word 2,$(subst ., ,$(VERSION)))
+INSTALLED = include/mha.h share/licenses/mha/LICENSE lib/pkgconfig/mha.pc lib/cmake/mha/mhaConfig.cmake \
+            lib/cmake/mha/mhaConfigVersion.cmake
 install:
-	mkdir -p $(DESTDIR)$(PREFIX)/include
+	mkdir -p $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/licenses/mha $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/lib/cmake/mha
 	cp mha.h $(DESTDIR)$(PREFIX)/include/mha.h
+	cp LICENSE $(DESTDIR)$(PREFIX)/share/licenses/mha/LICENSE
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' cmake/mha.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mha.pc
+	cp cmake/mhaConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/mha/mhaConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@MAJOR@|$(VMAJOR)|' -e 's|@MINOR@|$(VMINOR)|' cmake/mhaConfigVersion.cmake.in \
+	    > $(DESTDIR)$(PREFIX)/lib/cmake/mha/mhaConfigVersion.cmake
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	-rmdir $(DESTDIR)$(PREFIX)/lib/cmake/mha $(DESTDIR)$(PREFIX)/share/licenses/mha 2>/dev/null
+
+# Installs into a scratch prefix and builds consumers: pkg-config, find_package, FetchContent.
+install-test:
+	@sh tests/install_test.sh $(BUILD)/install
 
 clean:
 	rm -rf $(BUILD)
