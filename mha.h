@@ -34,16 +34,19 @@
        MHA_NO_STATUS_STRINGS  0/1  mha_status_string() returns ""           (impl)
        MHA_NO_LIBM            0/1  own exp, tanh, sqrt instead of libm's    (impl)
        MHA_NO_ADDITIVE        0/1  compile out additive scoring             (impl)
-       MHA_FAST               0/1  mha_forward takes the fast path          (impl)
+       MHA_FAST               0/1  mha_forward takes the fast path; default (impl)
+                                   1 on hosted x86-64 and aarch64, else 0
        MHA_NO_SIMD            0/1  the fast path's portable code only       (impl)
        MHA_EXPF(x) MHA_TANHF(x) MHA_SQRTF(x)   math functions to use        (impl)
    No option changes a struct or prototype. The implementation calls no libc
    function; with MHA_NO_LIBM it needs no libm and builds -ffreestanding.
 
-   Fast path (MHA_FAST 1): packed GEMMs and a fused attention that never
-   holds the n x m scores, for the vector unit the compiler targets
-   (AVX-512F, AVX2+FMA, NEON, else portable C); see the README. The plain
-   reference path stays compiled: mha_forward_reference, mha_head.
+   Fast path (MHA_FAST 1, the default on hosted x86-64 and aarch64): packed
+   GEMMs and a fused attention that never holds the n x m scores, for the
+   vector unit the compiler targets (AVX-512F, AVX2+FMA, NEON, else portable
+   C): build with -march=native (-mcpu=native on aarch64) to use yours; see
+   the README. The plain reference path stays compiled: mha_forward_reference,
+   mha_head. mha_build_info() tells what was compiled.
 
    Memory: the library never allocates; the caller passes a workspace of
    mha_workspace_size() bytes (any alignment), or MHA_WORKSPACE_BYTES() for a
@@ -164,6 +167,16 @@ typedef struct mha_weight_counts {
 
 /* A string for people; never NULL, also for unknown codes ("" under MHA_NO_STATUS_STRINGS). */
 MHADEF const char *mha_status_string(mha_status status);
+
+/* What the implementation was compiled with (mha_build_info()). */
+typedef struct mha_build {
+    const char *version; /* MHA_VERSION_STRING of the implementation */
+    int32_t fast;        /* MHA_FAST: 1 when mha_forward takes the fast path */
+    const char *vector;  /* the fast path's vector code: "avx512f", "avx2+fma", "neon",
+                            "portable"; "none" when MHA_FAST is 0 */
+    int32_t no_libm, no_additive, no_status_strings, no_simd; /* the options, 0 or 1 */
+} mha_build;
+MHADEF mha_build mha_build_info(void);
 
 /* Bytes of workspace that mha_forward(shape, ., batch, n, m, ...) needs, at any
    alignment. Returns 0 when the shape or a count is invalid, or when the byte
@@ -316,8 +329,16 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 #undef MHA_FAST
 #define MHA_FAST 1
 #endif
+/* The default: the fast path on hosted 64-bit targets with a vector unit
+   (x86-64 has SSE2 at least, aarch64 NEON), the reference path elsewhere
+   (microcontrollers, 32-bit targets, freestanding builds). */
 #ifndef MHA_FAST
+#if (defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__) || defined(_M_ARM64)) && \
+    defined(__STDC_HOSTED__) && __STDC_HOSTED__ == 1
+#define MHA_FAST 1
+#else
 #define MHA_FAST 0
+#endif
 #endif
 #if MHA_FAST != 0 && MHA_FAST != 1
 #error "MHA_FAST must be 0 or 1"
@@ -1859,6 +1880,22 @@ MHADEF const char *mha_status_string(mha_status status) {
     default: return "unknown mha_status";
     }
 #endif
+}
+
+MHADEF mha_build mha_build_info(void) {
+    mha_build b;
+    b.version = MHA_VERSION_STRING;
+    b.fast = MHA_FAST;
+#if MHA_FAST
+    b.vector = MHA__SIMD_NAME;
+#else
+    b.vector = "none";
+#endif
+    b.no_libm = MHA_NO_LIBM;
+    b.no_additive = MHA_NO_ADDITIVE;
+    b.no_status_strings = MHA_NO_STATUS_STRINGS;
+    b.no_simd = MHA_NO_SIMD;
+    return b;
 }
 
 MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_counts *counts) {

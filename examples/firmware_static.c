@@ -2,6 +2,7 @@
    static workspace sized at compile time by MHA_WORKSPACE_BYTES, no heap.
    Self-attention over a sequence of 3 vectors of size 4, 2 heads of 2. */
 #include <stdio.h>
+#define MHA_FAST 0 /* the reference path: MHA_WORKSPACE_BYTES is its size */
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
 

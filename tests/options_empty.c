@@ -9,6 +9,7 @@
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
 #include <stdio.h>
+#include <string.h>
 
 #if MHA_STATIC != 1 || MHA_NO_STATUS_STRINGS != 1 || MHA_NO_LIBM != 1 || MHA_NO_ADDITIVE != 1 || MHA_FAST != 1 || \
     MHA_NO_SIMD != 1
@@ -24,6 +25,11 @@ int main(void) {
     s.score = MHA_SCORE_ADDITIVE;
     s.p_a = 2;
     ok = ok && mha_workspace_size(&s, 1, 1, 1) == 0;
+    { /* and mha_build_info says so */
+        mha_build b = mha_build_info();
+        ok = ok && b.fast == 1 && strcmp(b.vector, "portable") == 0 && b.no_libm == 1 && b.no_additive == 1 &&
+             b.no_status_strings == 1 && b.no_simd == 1 && strcmp(b.version, MHA_VERSION_STRING) == 0;
+    }
     printf("options defined empty mean 1: %s\n", ok ? "yes" : "no");
     printf("%d passed, %d failed\n", ok, !ok);
     return !ok;

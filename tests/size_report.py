@@ -38,7 +38,7 @@ CONFIGS = [
 ]
 PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_head", "mha_concat", "mha_output",
           "mha_workspace_size", "mha_reference_workspace_size", "mha_weight_counts_get", "mha_packed_weights_size",
-          "mha_pack_weights", "mha_status_string"]
+          "mha_pack_weights", "mha_status_string", "mha_build_info"]
 BUDGET_TEXT = {"everything": 4096, "smallest": 1536}
 BUDGET_STACK = 256
 

@@ -482,6 +482,8 @@ int main(int argc, char **argv) {
     int problems = argc > 1 ? atoi(argv[1]) : 240;
     uint32_t stride = argc > 2 ? (uint32_t)atoi(argv[2]) : 331u;
     printf("fast path: %s, MR %d, NR %d\n", MHA__SIMD_NAME, (int)MHA__MR, (int)MHA__NR);
+    CHECK(mha_build_info().fast == 1 && strcmp(mha_build_info().vector, MHA__SIMD_NAME) == 0,
+          "mha_build_info: the fast path and its vector code (%s)", mha_build_info().vector);
     test_random_problems(problems);
     test_non_finite();
     test_blocks_non_finite();

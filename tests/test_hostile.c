@@ -431,5 +431,9 @@ int main(void) {
     test_sizes();
     test_masks();
     test_numbers();
+    CHECK((mha_build_info().fast == 0) == (strcmp(mha_build_info().vector, "none") == 0) &&
+              strcmp(mha_build_info().version, MHA_VERSION_STRING) == 0,
+          "mha_build_info: fast %d, vector code %s, version %s", (int)mha_build_info().fast, mha_build_info().vector,
+          mha_build_info().version);
     return tu_summary();
 }
