@@ -19,6 +19,7 @@
 #   make peers      mha.h against PyTorch and an OpenBLAS composition, alternating (bench/peers.py)
 #   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
 #   make install    mha.h, LICENSE, mha.pc and the CMake package under $(DESTDIR)$(PREFIX); make uninstall
+#   make export-test the PyTorch exporter's round trip (python3-torch)
 #   make install-test  install into a scratch prefix; pkg-config, find_package and FetchContent consumers
 
 CC      ?= cc
@@ -66,7 +67,7 @@ EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
-        callgrind install uninstall install-test clean mathf-sweep accuracy
+        callgrind install uninstall install-test export-test clean mathf-sweep accuracy
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
@@ -276,6 +277,10 @@ install:
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
 	-rmdir $(DESTDIR)$(PREFIX)/lib/cmake/mha $(DESTDIR)$(PREFIX)/share/licenses/mha 2>/dev/null
+
+# The exporter's round trip: layers trained in PyTorch, exported, run through mha.h (python3-torch).
+export-test: | $(BUILD)
+	$(PYTHON) tests/export/roundtrip.py $(BUILD)/export $(CC)
 
 # Installs into a scratch prefix and builds consumers: pkg-config, find_package, FetchContent.
 install-test:

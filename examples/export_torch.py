@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Exports a PyTorch attention layer's weights as a C header for mha.h.
+
+As a program:
+    python3 examples/export_torch.py MODEL.pt NAME OUT.h [--attr PATH] [--heads H]
+MODEL.pt is what torch.save wrote: a torch.nn.MultiheadAttention, a module
+holding one (--attr self_attn for a TransformerEncoderLayer, --attr
+multihead_attn for a TransformerDecoderLayer's cross-attention, any dotted
+path), or a state_dict of one (its in_proj_weight, or q_proj_weight,
+k_proj_weight, v_proj_weight, then in_proj_bias, out_proj.weight,
+out_proj.bias; --heads H is then required: a state_dict does not hold it).
+
+As a module:
+    import export_torch
+    export_torch.write_header(layer.self_attn, "enc", "enc_attn.h")
+    export_torch.header_text(mha, "name")        # the same text, as a string
+    export_torch.c_arrays({"ln1_w": tensor, ...})  # any further tensors, for your own code
+
+The header holds, for NAME:
+    static const float NAME_w_q[...], NAME_b_q[...], ... NAME_w_o[...], NAME_b_o[...];
+    static const mha_shape NAME_shape = {...};   (heads, d_q = E, d_k = kdim, ...)
+    static const mha_weights NAME_weights = {...};
+ready for mha_forward(&NAME_shape, &NAME_weights, ...). The weights are
+stored as PyTorch stores them (Linear's [out][in]), which is mha.h's layout.
+Layers that mha.h cannot express are refused with a message: add_bias_kv,
+add_zero_attn. Dropout is not exported (mha.h computes inference).
+"""
+import argparse
+import sys
+
+import torch
+
+__all__ = ["attention_tensors", "header_text", "write_header", "c_arrays"]
+
+
+def _f(x):
+    s = "%.9g" % float(x)
+    if not any(c in s for c in ".en"):
+        s += ".0"
+    return s + "f"
+
+
+def c_arrays(tensors, prefix=""):
+    """C definitions `static const float PREFIXname[count] = {...};` for a dict of tensors."""
+    out = []
+    for name, t in tensors.items():
+        vals = t.detach().to(torch.float32).reshape(-1).tolist()
+        rows = [", ".join(_f(v) for v in vals[i:i + 8]) for i in range(0, len(vals), 8)]
+        out.append("static const float %s%s[%d] = {\n    %s\n};" % (prefix, name, len(vals), ",\n    ".join(rows)))
+    return "\n".join(out)
+
+
+def _from_state_dict(sd, heads):
+    if heads is None:
+        raise ValueError("a state_dict does not hold the number of heads: give heads (--heads)")
+    if "bias_k" in sd or "bias_v" in sd:
+        raise ValueError("add_bias_kv=True is not supported by mha.h: it appends a learned key and value "
+                         "to every sequence; retrain without it")
+    if "in_proj_weight" in sd and sd["in_proj_weight"] is not None:
+        w = sd["in_proj_weight"]
+        e = w.shape[0] // 3
+        wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
+    else:
+        wq, wk, wv = sd["q_proj_weight"], sd["k_proj_weight"], sd["v_proj_weight"]
+        e = wq.shape[0]
+    b = sd.get("in_proj_bias")
+    bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+    wo, bo = sd["out_proj.weight"], sd.get("out_proj.bias")
+    if e % heads:
+        raise ValueError("embed_dim %d is not a multiple of heads %d" % (e, heads))
+    p = e // heads
+    shape = dict(heads=heads, d_q=wq.shape[1], d_k=wk.shape[1], d_v=wv.shape[1], p=p, p_o=wo.shape[0])
+    return shape, dict(w_q=wq, b_q=bq, w_k=wk, b_k=bk, w_v=wv, b_v=bv, w_o=wo, b_o=bo)
+
+
+def attention_tensors(layer, heads=None):
+    """(shape dict, weight dict) of a MultiheadAttention, or of its state_dict (then heads is needed)."""
+    if isinstance(layer, torch.nn.MultiheadAttention):
+        if layer.bias_k is not None or layer.bias_v is not None:
+            raise ValueError("add_bias_kv=True is not supported by mha.h: it appends a learned key and value "
+                             "to every sequence; retrain without it")
+        if layer.add_zero_attn:
+            raise ValueError("add_zero_attn=True is not supported by mha.h: it appends a zero key and value "
+                             "to every sequence; retrain without it")
+        return _from_state_dict(layer.state_dict(), layer.num_heads)
+    if isinstance(layer, dict):
+        return _from_state_dict(layer, heads)
+    raise TypeError("expected a torch.nn.MultiheadAttention or its state_dict, got %s" % type(layer).__name__)
+
+
+def header_text(layer, name, heads=None):
+    """The header for one attention layer, as a string."""
+    shape, w = attention_tensors(layer, heads)
+    present = {k: v for k, v in w.items() if v is not None}
+    lines = ["/* %s: an attention layer exported from PyTorch by examples/export_torch.py for mha.h. */" % name,
+             "#include \"mha.h\"", "", c_arrays(present, name + "_"), ""]
+    lines.append("/* heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k = p_v %d, p_o %d, scaled dot product */" % (
+        shape["heads"], shape["d_q"], shape["d_k"], shape["d_v"], shape["p"], shape["p_o"]))
+    lines.append("static const mha_shape %s_shape = {%d, 0, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (
+        name, shape["heads"], shape["d_q"], shape["d_k"], shape["d_v"], shape["p"], shape["p"], shape["p"],
+        shape["p_o"]))
+    ptr = ["%s_%s" % (name, k) if w[k] is not None else "NULL" for k in
+           ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")]
+    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
+    return "\n".join(lines) + "\n"
+
+
+def write_header(layer, name, path, heads=None):
+    text = header_text(layer, name, heads)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="Export a PyTorch attention layer as a C header for mha.h.")
+    ap.add_argument("model", help="torch.save file: a MultiheadAttention, a module holding one, or a state_dict")
+    ap.add_argument("name", help="C name prefix")
+    ap.add_argument("out", help="header to write")
+    ap.add_argument("--attr", default="", help="dotted path to the attention inside the module (e.g. self_attn)")
+    ap.add_argument("--heads", type=int, default=None, help="number of heads (a state_dict does not hold it)")
+    a = ap.parse_args(argv)
+    obj = torch.load(a.model)
+    for part in filter(None, a.attr.split(".")):
+        obj = getattr(obj, part)
+    if isinstance(obj, dict) and a.attr == "":
+        obj = {k: v for k, v in obj.items()}
+    try:
+        write_header(obj, a.name, a.out, a.heads)
+    except (ValueError, TypeError) as e:
+        print("export_torch: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

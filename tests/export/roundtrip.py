@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""Round trip of examples/export_torch.py (`make export-test`, python3-torch):
+trains two attention layers for a few hundred Adam steps (so that the
+weights are not their initialisation), exports them, runs them in C through
+mha.h (tests/export/roundtrip.c) and compares with PyTorch's own outputs.
+
+Writes BUILD/roundtrip_data.h, then builds and runs the C side, which prints
+"N passed, M failed". What it backs (README, "Coming from PyTorch or d2l"):
+  - separate q/k/v weights with kdim != vdim != E, every bias; the packed
+    in_proj_weight with its in_proj_bias chunks (exported from a state_dict
+    by the command line, --heads);
+  - key_padding_mask (True = padding, at the end) -> valid_lens (int32);
+  - a 2-D bool attn_mask (True = masked), broadcast over the batch -> keep
+    (nonzero = may attend) [batch][n][m];
+  - is_causal / a triangular attn_mask -> mask.causal = 1;
+  - attention weights per head: need_weights=True, average_attn_weights=False
+    equals mha.h's attn [batch][heads][n][m];
+  - a query whose keys are all masked: PyTorch gives NaN, mha.h gives b_o
+    (zero weights), d2l's masked_softmax gives uniform weights;
+  - add_bias_kv and add_zero_attn are refused with a message.
+Usage: roundtrip.py BUILD_DIR [CC]
+"""
+import os
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import export_torch  # noqa: E402
+
+torch.manual_seed(7)
+B, N, M = 2, 5, 7
+
+
+def train(mod, steps, causal=False):
+    """A few hundred Adam steps towards a fixed random map, so the weights move."""
+    opt = torch.optim.Adam(mod.parameters(), lr=3e-3)
+    g = torch.Generator().manual_seed(1)
+    target = torch.nn.Linear(mod.embed_dim, mod.embed_dim)
+    for _ in range(steps):
+        q = torch.randn(8, N, mod.embed_dim, generator=g)
+        k = torch.randn(8, M if not causal else N, mod.kdim, generator=g)
+        v = torch.randn(8, M if not causal else N, mod.vdim, generator=g)
+        kw = {"attn_mask": torch.triu(torch.ones(N, N, dtype=torch.bool), 1)} if causal else {}
+        y, _ = mod(q, k, v, need_weights=False, **kw)
+        loss = ((y - torch.tanh(target(q))) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return mod.eval()
+
+
+def lines_int(name, vals):
+    return "static const int32_t %s[%d] = {%s};" % (name, len(vals), ", ".join(str(int(x)) for x in vals))
+
+
+def main():
+    build = sys.argv[1]
+    cc = sys.argv[2] if len(sys.argv) > 2 else "cc"
+    os.makedirs(build, exist_ok=True)
+    out = []
+    passed = failed = 0
+
+    # A: separate q/k/v weights (kdim 12, vdim 10), biases, trained
+    a = torch.nn.MultiheadAttention(16, 4, kdim=12, vdim=10, batch_first=True)
+    w0 = a.q_proj_weight.detach().clone()
+    a = train(a, 300)
+    moved = float((a.q_proj_weight - w0).abs().max())
+    out.append(export_torch.header_text(a, "sep").replace('#include "mha.h"\n', ""))
+    q = torch.randn(B, N, 16)
+    k = torch.randn(B, M, 12)
+    v = torch.randn(B, M, 10)
+    lens = torch.tensor([7, 4])  # key_padding_mask: the last keys of sequence 1 are padding
+    kpm = torch.arange(M)[None, :] >= lens[:, None]
+    am = torch.rand(N, M) < 0.3  # True = masked; no row all masked
+    am[:, 0] = False
+    with torch.no_grad():
+        y_pad, w_pad = a(q, k, v, key_padding_mask=kpm, need_weights=True, average_attn_weights=False)
+        y_am, _ = a(q, k, v, attn_mask=am, need_weights=False)
+        lens0 = torch.tensor([0, 7])  # sequence 0: every key masked
+        y_nan, _ = a(q, k, v, key_padding_mask=torch.arange(M)[None, :] >= lens0[:, None], need_weights=False)
+    out.append(export_torch.c_arrays({"q": q, "k": k, "v": v, "y_pad": y_pad, "w_pad": w_pad, "y_am": y_am}, "a_"))
+    out.append(lines_int("a_lens", lens.tolist()))
+    keep = (~am).to(torch.int32)[None].expand(B, N, M).reshape(-1).tolist()  # bool polarity, broadcast
+    out.append("static const uint8_t a_keep[%d] = {%s};" % (len(keep), ", ".join(str(x) for x in keep)))
+    torch_nan = bool(torch.isnan(y_nan[0]).all())
+
+    # B: packed in_proj_weight (kdim = vdim = E), causal; exported by the command line from a state_dict
+    bm = train(torch.nn.MultiheadAttention(16, 2, batch_first=True), 300, causal=True)
+    sd_path = os.path.join(build, "packed_state.pt")
+    torch.save(bm.state_dict(), sd_path)
+    hdr = os.path.join(build, "roundtrip_packed.h")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "examples", "export_torch.py"), sd_path,
+                        "pk", hdr, "--heads", "2"])
+    ok = r.returncode == 0
+    print("export: command line, state_dict with --heads 2:", "ok" if ok else "FAILED")
+    passed, failed = passed + ok, failed + (not ok)
+    x = torch.randn(B, N, 16)
+    with torch.no_grad():
+        y_c, _ = bm(x, x, x, attn_mask=torch.triu(torch.ones(N, N, dtype=torch.bool), 1), need_weights=False)
+    out.append(export_torch.c_arrays({"x": x, "y_causal": y_c}, "b_"))
+
+    # refusals
+    for kw, what in (({"add_bias_kv": True}, "add_bias_kv"), ({"add_zero_attn": True}, "add_zero_attn")):
+        try:
+            export_torch.header_text(torch.nn.MultiheadAttention(8, 2, **kw), "x")
+            ok = False
+        except ValueError as e:
+            ok = what in str(e)
+            print("export: %s refused: %s" % (what, e))
+        passed, failed = passed + ok, failed + (not ok)
+    ok = torch_nan
+    print("PyTorch: a query whose keys are all masked gives NaN:", ok)
+    passed, failed = passed + ok, failed + (not ok)
+
+    with open(os.path.join(build, "roundtrip_data.h"), "w") as f:
+        f.write("/* written by tests/export/roundtrip.py; the weights of layer A moved by up to %.3g in training */\n"
+                % moved)
+        f.write("\n".join(out) + "\n")
+    exe = os.path.join(build, "roundtrip")
+    r = subprocess.run([cc, "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-I.", "-I" + build,
+                        os.path.join(HERE, "roundtrip.c"), "-o", exe, "-lm"])
+    if r.returncode != 0:
+        print("roundtrip.c does not build")
+        failed += 1
+    else:
+        run = subprocess.run([exe], capture_output=True, text=True)
+        print(run.stdout, end="")
+        last = [line for line in run.stdout.splitlines() if line.endswith(" failed")]
+        if run.returncode != 0 or not last:
+            failed += 1
+        p, f_ = last[-1].split(" passed, ")
+        passed, failed = passed + int(p), failed + int(f_.split()[0])
+    print("training moved the weights by up to %.3g (so they are not the initialisation)" % moved)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
