@@ -1,7 +1,7 @@
 # mha.h - build, test and install.
 #   make            build the tests and examples
 #   make test       the test suite (last line: N passed, M failed)
-#   make run        the main demo (examples/seed_questions)
+#   make run        the main demo: a transformer encoder block trained in PyTorch, run in C (examples/encoder_block)
 #   make sanitize   suite, hostile tests and fuzz corpus under -fsanitize=address,undefined (clang)
 #   make matrix     strict builds with gcc, clang, g++, tcc and -m32, each run
 #   make refcheck   regenerate the PyTorch vectors into a scratch folder and run the suite on them
@@ -62,7 +62,7 @@ VGFAST   =
 endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(FASTRUN)
-EXAMPLES = seed_questions self_attention cross_attention firmware_static
+EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
@@ -117,8 +117,9 @@ $(BUILD)/options_empty: tests/options_empty.c mha.h | $(BUILD)
 $(BUILD)/cpp_tu: tests/cpp_tu.cpp mha.h | $(BUILD)
 	$(CXX) $(CFLAGS) -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror $< -o $@ $(LDLIBS)
 
-$(BUILD)/%: examples/%.c examples/example_util.h mha.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
+# Examples include "mha.h" as a user's program would: -I. finds it.
+$(BUILD)/%: examples/%.c examples/example_util.h examples/encoder_weights.h mha.h | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS) -pthread
 
 examples: $(EXBINS)
 
@@ -126,8 +127,8 @@ test: all
 	@sh tests/run.sh $(PROGRAMS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
-run: $(BUILD)/seed_questions
-	$(BUILD)/seed_questions
+run: $(BUILD)/encoder_block
+	$(BUILD)/encoder_block
 
 SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=c99 -Itests
 sanitize: | $(BUILD)

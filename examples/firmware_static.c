@@ -4,7 +4,7 @@
 #include <stdio.h>
 #define MHA_FAST 0 /* the reference path: MHA_WORKSPACE_BYTES is its size */
 #define MHA_IMPLEMENTATION
-#include "../mha.h"
+#include "mha.h"
 
 #define HEADS 2
 #define D 4

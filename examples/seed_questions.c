@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #define MHA_IMPLEMENTATION
-#include "../mha.h"
+#include "mha.h"
 #include "example_util.h"
 
 int main(void) {

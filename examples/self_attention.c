@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #define MHA_IMPLEMENTATION
-#include "../mha.h"
+#include "mha.h"
 #include "example_util.h"
 
 enum { N = 6, D = 16, H = 4, P = 4 };

@@ -29,8 +29,8 @@ strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under
     cc=$1; shift
     x=$(run_as "$@")
     $cc $STRICT "$@" -c tests/test_impl.c -o "$B/impl.o" &&
-    for e in seed_questions self_attention cross_attention firmware_static; do
-        $cc $STRICT "$@" -O2 examples/$e.c -o "$B/$e" -lm && $x "$B/$e" > /dev/null || return 1
+    for e in encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static; do
+        $cc $STRICT "$@" -O2 -I. examples/$e.c -o "$B/$e" -lm -pthread && $x "$B/$e" > /dev/null || return 1
     done &&
     $cc $STRICT "$@" -O2 tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
     $cc $STRICT "$@" -O2 tests/include_twice.c -o "$B/twice" -lm && $x "$B/twice" &&
