@@ -27,10 +27,12 @@ check "DESTDIR stages under it" sh -c "make -s install PREFIX=/opt/mha DESTDIR='
 check "pkg-config consumer" sh -c "PKG_CONFIG_PATH='$prefix/lib/pkgconfig' &&
     export PKG_CONFIG_PATH && test \"\$(pkg-config --modversion mha)\" = \"\$(sed -n 's/^#define MHA_VERSION_STRING \"\\(.*\\)\"/\\1/p' mha.h)\" &&
     cc \$(pkg-config --cflags mha) tests/consumer/app.c -o '$dir/app_pc' \$(pkg-config --libs mha) && '$dir/app_pc'"
-check "CMake find_package(mha 0.1) consumer" sh -c "cmake -S tests/consumer -B '$dir/find' -DMHA_HOW=find \
+check "CMake find_package(mha MAJOR.MINOR) consumer" sh -c "cmake -S tests/consumer -B '$dir/find' -DMHA_HOW=find \
     -DCMAKE_PREFIX_PATH='$prefix' > /dev/null && cmake --build '$dir/find' > /dev/null && '$dir/find/app'"
-check "CMake find_package refuses 0.2 and 9.0 (before 1.0 the minor version must match)" sh -c "
-    ! cmake -S tests/consumer -B '$dir/find02' -DMHA_HOW=find -DMHA_WANT=0.2 -DCMAKE_PREFIX_PATH='$prefix' &&
+minor=$(sed -n 's/^#define MHA_VERSION_MINOR \([0-9]*\)/\1/p' mha.h)
+major=$(sed -n 's/^#define MHA_VERSION_MAJOR \([0-9]*\)/\1/p' mha.h)
+check "CMake find_package refuses $major.$((minor + 1)) and 9.0 (before 1.0 the minor version must match)" sh -c "
+    ! cmake -S tests/consumer -B '$dir/find02' -DMHA_HOW=find -DMHA_WANT=$major.$((minor + 1)) -DCMAKE_PREFIX_PATH='$prefix' &&
     ! cmake -S tests/consumer -B '$dir/find9' -DMHA_HOW=find -DMHA_WANT=9.0 -DCMAKE_PREFIX_PATH='$prefix'"
 check "CMake FetchContent consumer (this checkout)" sh -c "cmake -S tests/consumer -B '$dir/fetch' -DMHA_HOW=fetch \
     -DMHA_SOURCE='$root' > /dev/null && cmake --build '$dir/fetch' > /dev/null && '$dir/fetch/app'"
