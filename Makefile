@@ -215,7 +215,10 @@ ifeq ($(shell uname -m),x86_64)
 	$(CC) $(ACCFLAGS) -DMHA_FAST=1 -mavx2 -mfma tests/accuracy/run_mha.c -o $(BUILD)/acc_avx2 $(LDLIBS)
 	$(CC) $(ACCFLAGS) -DMHA_FAST=1 -mavx512f -mfma tests/accuracy/run_mha.c -o $(BUILD)/acc_avx512 $(LDLIBS)
 endif
-	$(PYTHON) tests/accuracy/accuracy.py reference=$(BUILD)/acc_reference portable=$(BUILD)/acc_portable $(ACCSIMD)
+	if command -v qemu-aarch64 > /dev/null && command -v aarch64-linux-gnu-gcc-12 > /dev/null; then \
+	    aarch64-linux-gnu-gcc-12 -static $(ACCFLAGS) -DMHA_FAST=1 tests/accuracy/run_mha.c -o $(BUILD)/acc_neon $(LDLIBS); fi
+	$(PYTHON) tests/accuracy/accuracy.py reference=$(BUILD)/acc_reference portable=$(BUILD)/acc_portable $(ACCSIMD) \
+	    $$(test -x $(BUILD)/acc_neon && echo "neon=qemu-aarch64@$(BUILD)/acc_neon")
 
 coverage: | $(BUILD)
 	@sh tests/coverage.sh $(BUILD)/cov

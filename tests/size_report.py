@@ -10,7 +10,7 @@ outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
     size_report.py            print the table
     size_report.py --readme   also rewrite the table in README.md
     size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
-                              <= 4096 everything, <= 1536 for mha_forward in
+                              <= 4096 everything, <= 2560 for mha_forward in
                               the smallest; stack <= 256 bytes for every
                               public function)
     size_report.py --check=everything-text,...   only the budgets named
@@ -39,7 +39,7 @@ CONFIGS = [
 PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_head", "mha_concat", "mha_output",
           "mha_workspace_size", "mha_reference_workspace_size", "mha_weight_counts_get", "mha_packed_weights_size",
           "mha_pack_weights", "mha_status_string", "mha_build_info"]
-BUDGET_TEXT = {"everything": 4096, "smallest": 1536}
+BUDGET_TEXT = {"everything": 4096, "smallest": 2560}
 BUDGET_STACK = 256
 
 

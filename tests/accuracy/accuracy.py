@@ -4,7 +4,8 @@ torch.nn.MultiheadAttention problems (`make accuracy`).
 
 Usage: /usr/bin/python3 tests/accuracy/accuracy.py BUILD=PROGRAM [BUILD=PROGRAM ...]
 Each PROGRAM is tests/accuracy/run_mha.c built one way (the reference path,
-the fast path for one vector unit). For every problem the inputs and weights
+the fast path for one vector unit), with a runner before it and an @ if it
+needs one ("neon=qemu-aarch64@build/acc_neon"). For every problem the inputs and weights
 are drawn in float32; PyTorch's fp32 module runs on them; the float64
 reference is the same module in float64 on the same float32 values (so the
 comparison measures the computation, not the rounding of the inputs). The
@@ -105,7 +106,7 @@ def run_c(program, blob, sizes):
         src, dst = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         with open(src, "wb") as f:
             f.write(blob)
-        subprocess.run([program, src, dst], check=True)
+        subprocess.run(program.split("@") + [src, dst], check=True)
         data = open(dst, "rb").read()
     flat = torch.frombuffer(bytearray(data), dtype=torch.float32)
     outs, at = [], 0
@@ -202,7 +203,7 @@ def main():
     for name, program in builds:
         print()
         print("Identical keys and values (exact answer v), %s:" % name)
-        run = subprocess.run([program, "--identical"], capture_output=True, text=True)
+        run = subprocess.run(program.split("@") + ["--identical"], capture_output=True, text=True)
         print("\n".join(line for line in run.stdout.splitlines() if "passed" not in line))
         passed += run.returncode == 0
         failed += run.returncode != 0
