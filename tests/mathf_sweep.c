@@ -18,15 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double ulp_err(float got, double want) {
-    int e;
-    double spacing;
-    if (want == 0.0) return got == 0.0f ? 0.0 : 1e30;
-    frexp(want, &e);
-    spacing = ldexp(1.0, e - 24);
-    if (fabs(want) < (double)FLT_MIN) spacing = ldexp(1.0, -149);
-    return fabs((double)got - want) / spacing;
-}
+#include "test_util.h"
 
 #ifdef SWEEP_SCALAR
 #define NAME "scalar (MHA_NO_LIBM)"
@@ -59,7 +51,7 @@ static double sweep(int which, float lo, float hi, uint32_t stride, double *at, 
             while (l < LANES) in[l++] = 0.0f;
             run(which, in, out);
             for (i = 0; i < LANES; ++i) {
-                e = ulp_err(out[i], which ? tanh((double)in[i]) : exp((double)in[i]));
+                e = tu_ulp_err(out[i], which ? tanh((double)in[i]) : exp((double)in[i]));
                 if (e > worst) worst = e, *at = in[i];
             }
             *count += LANES;

@@ -392,17 +392,6 @@ static void test_workspace(void) {
     tu_problem_free(&p);
 }
 
-/* ulp distance of f from the double d (in units of f's spacing near d) */
-static double ulp_err(float f, double d) {
-    double spacing;
-    int e;
-    if (d == 0.0) return f == 0.0f ? 0.0 : 1e9;
-    frexp(d, &e);
-    spacing = ldexp(1.0, e - 24);
-    if (fabs(d) < 1.1754943508222875e-38) spacing = ldexp(1.0, -149);
-    return fabs((double)f - d) / spacing;
-}
-
 /* fn(x) in every lane; lane 0 of the result */
 static float lane0(mha__v (*fn)(mha__v), float x) {
     float in[MHA__VL], out[MHA__VL];
@@ -432,7 +421,7 @@ static double sweep(mha__v (*fn)(mha__v), double (*ref)(double), float lo, float
             if (l < MHA__VL) continue;
             mha__vstore(out, fn(mha__vload(in)));
             for (i = 0; i < MHA__VL; ++i) {
-                e = ulp_err(out[i], ref((double)in[i]));
+                e = tu_ulp_err(out[i], ref((double)in[i]));
                 if (e > worst) worst = e, *at = in[i];
             }
             l = 0;

@@ -17,17 +17,6 @@
 static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
-/* |got - want| in units of the fp32 ulp at want */
-static double ulp_err(float got, double want) {
-    int e;
-    double ulp;
-    if (want == 0.0) return got == 0.0f ? 0.0 : 1e30;
-    frexp(want, &e);                /* want = m 2^e, 0.5 <= |m| < 1 */
-    ulp = ldexp(1.0, e - 24);
-    if (fabs(want) < (double)FLT_MIN) ulp = ldexp(1.0, -149);
-    return fabs((double)got - want) / ulp;
-}
-
 typedef double (*ref_fn)(double);
 typedef float (*our_fn)(float);
 
@@ -45,7 +34,7 @@ static double sweep(our_fn f, ref_fn g, float lo, float hi, float *worst_x, unsi
         stop = to_bits(b);
         for (u = to_bits(a); u <= stop; u += MATHF_STRIDE) {
             float x = side == 0 ? from_bits(u) : -from_bits(u);
-            double e = ulp_err(f(x), g((double)x));
+            double e = tu_ulp_err(f(x), g((double)x));
             ++*count;
             if (e > worst) worst = e, *worst_x = x;
             if (stop - u < MATHF_STRIDE) break;

@@ -135,6 +135,17 @@ TU_UNUSED static float tu_max_diff(const float *a, const float *b, size_t count)
     }
     return mx;
 }
+/* |got - want| in units of the fp32 ulp at want (the spacing of floats there;
+   2^-149 among the subnormals); 1e30 for a nonzero result where want is 0. */
+TU_UNUSED static double tu_ulp_err(float got, double want) {
+    int e;
+    double spacing;
+    if (want == 0.0) return got == 0.0f ? 0.0 : 1e30;
+    frexp(want, &e); /* want = m 2^e, 0.5 <= |m| < 1 */
+    spacing = ldexp(1.0, e - 24);
+    if (fabs(want) < 1.1754943508222875e-38) spacing = ldexp(1.0, -149);
+    return fabs((double)got - want) / spacing;
+}
 TU_UNUSED static int tu_all_finite(const float *a, size_t count) {
     size_t i;
     for (i = 0; i < count; ++i)
