@@ -553,7 +553,8 @@ typedef char mha__layout_holds[offsetof(mha_shape, heads) == 0 &&
                                    ? 1
                                    : -1];
 
-/* Workspace part k (0 kp, 1 vp, 2 ak, 3 qp, 4 aq, 5 sc, 6 cat: see mha__table). */
+/* The workspace's parts, in mha__table's order (shapes there), and part k. */
+enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT };
 #define MHA__PART(c, k) ((c)->ws + (c)->part[k])
 
 #if MHA_NO_ADDITIVE
@@ -621,13 +622,13 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(batch), MHA__F(n), MHA__F(po), MHA__F(one)},     /* out */
     {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(attn_h)},   /* attn [batch][h][n][m] */
     {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(masked)},   /* bias [batch][n][m] (keep: mha__enter) */
-    {MHA__F(kv), MHA__F(m), MHA__F(pk), MHA__F(one)},        /* part 0: kp [kv][m][p_k] projected keys */
-    {MHA__F(kv), MHA__F(m), MHA__F(pv), MHA__F(one)},        /* part 1: vp [kv][m][p_v] projected values */
-    {MHA__F(h), MHA__F(m), MHA__F(pa), MHA__F(one)},         /* part 2: ak [h][m][p_a] A_k^(i) k_ij */
-    {MHA__F(h), MHA__F(pq), MHA__F(one), MHA__F(one)},       /* part 3: qp [h*p_q] projected query */
-    {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* part 4: aq [p_a] A_q^(i) q_i */
-    {MHA__F(m), MHA__F(one), MHA__F(one), MHA__F(one)},      /* part 5: sc [m] scores */
-    {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* part 6: cat [h*p_v] head outputs */
+    {MHA__F(kv), MHA__F(m), MHA__F(pk), MHA__F(one)},        /* MHA__KP: kp [kv][m][p_k] projected keys */
+    {MHA__F(kv), MHA__F(m), MHA__F(pv), MHA__F(one)},        /* MHA__VP: vp [kv][m][p_v] projected values */
+    {MHA__F(h), MHA__F(m), MHA__F(pa), MHA__F(one)},         /* MHA__AK: ak [h][m][p_a] A_k^(i) k_ij */
+    {MHA__F(h), MHA__F(pq), MHA__F(one), MHA__F(one)},       /* MHA__QP: qp [h*p_q] projected query */
+    {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__AQ: aq [p_a] A_q^(i) q_i */
+    {MHA__F(m), MHA__F(one), MHA__F(one), MHA__F(one)},      /* MHA__SC: sc [m] scores */
+    {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* MHA__CAT: cat [h*p_v] head outputs */
 };
 
 /* Byte count of the reference workspace (with the alignment slack and the
@@ -735,13 +736,13 @@ MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const
 
 #if !MHA_NO_ADDITIVE
 /* The additive score of head i for one key: w_a^(i) . tanh(A_q^(i) q_i + A_k^(i) k_j),
-   A_q^(i) q_i in part 4, A_k^(i) k_j at akj (kept out of line: tanh's frame
+   A_q^(i) q_i in MHA__AQ, A_k^(i) k_j at akj (kept out of line: tanh's frame
    would otherwise sit in mha__attend's). */
 MHA__PRIVATE MHA__NOINLINE float mha__additive(const mha__ctx *c, size_t i, const float *akj) {
     const float *wa = c->w->a_v + i * c->pa;
     float s = 0.0f;
     size_t a;
-    for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, 4)[a] + akj[a]);
+    for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, MHA__AQ)[a] + akj[a]);
     return s;
 }
 #endif
@@ -784,24 +785,24 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
     for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
 }
 
-/* Query t of batch entry b, head i, with its projection in part 3 (and for
-   additive scoring A_q^(i) q_i in part 4): its scores under the rules above,
-   into attn's row or part 5, which it returns (mha__compute then pools them:
+/* Query t of batch entry b, head i, with its projection in MHA__QP (and for
+   additive scoring A_q^(i) q_i in MHA__AQ): its scores under the rules above,
+   into attn's row or MHA__SC, which it returns (mha__compute then pools them:
    the two frames are siblings on the stack, not nested). */
 MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
     const mha_mask *mask = c->mask;
     size_t m = c->m, row = b * c->n + t, j;
     size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
-    const float *q = MHA__PART(c, 3) + i * c->pq, *k = MHA__PART(c, 0) + i / c->grp * m * c->pk;
+    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
     const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
-    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, 5);
+    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
     for (j = 0; j < m; ++j) {
         float s = -(FLT_MAX * 2.0f);
         if (j < hi && (!keep || keep[j])) {
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
-                s = mha__additive(c, i, MHA__PART(c, 2) + (i * m + j) * c->pa);
+                s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * m + j) * c->pa);
             else
 #endif
                 s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
@@ -1837,27 +1838,30 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
         for (i = h0; i < h1; ++i) {
             g = i / c->grp;
             if (i == h0 || i % c->grp == 0) {
-                mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk, MHA__PART(c, 0) + g * m * c->pk);
-                mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv, MHA__PART(c, 1) + g * m * c->pv);
+                mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk,
+                             MHA__PART(c, MHA__KP) + g * m * c->pk);
+                mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
+                             MHA__PART(c, MHA__VP) + g * m * c->pv);
             }
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
-                mha__project(c, MHA__PROJ_AK, MHA__PART(c, 0) + g * m * c->pk, m, i * c->pa,
-                             MHA__PART(c, 2) + i * m * c->pa);
+                mha__project(c, MHA__PROJ_AK, MHA__PART(c, MHA__KP) + g * m * c->pk, m, i * c->pa,
+                             MHA__PART(c, MHA__AK) + i * m * c->pa);
 #endif
         }
         for (t = 0; t < c->n; ++t) {
             size_t row = b * c->n + t; /* the query's row in [batch][n] */
             for (i = h0; i < h1; ++i) {
-                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, 3) + i * c->pq);
+                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
 #if !MHA_NO_ADDITIVE
                 if (MHA__ADDITIVE(c))
-                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, 3) + i * c->pq, 1, i * c->pa, MHA__PART(c, 4));
+                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
+                                 MHA__PART(c, MHA__AQ));
 #endif
-                mha__pool(mha__attend(c, b, t, i), m, MHA__PART(c, 1) + i / c->grp * m * c->pv, c->pv, c->pv,
-                          c->head < 0 ? MHA__PART(c, 6) + i * c->pv : c->out);
+                mha__pool(mha__attend(c, b, t, i), m, MHA__PART(c, MHA__VP) + i / c->grp * m * c->pv, c->pv, c->pv,
+                          c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
             }
-            if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, 6), 1, 0, c->out + row * c->po);
+            if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
         }
     }
     return MHA_OK;
