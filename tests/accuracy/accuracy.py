@@ -28,6 +28,9 @@ import tempfile
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import export_torch  # noqa: E402  (the exporter's split of the weights)
+
 PROBLEMS = int(os.environ.get("ACCURACY_PROBLEMS", "120"))
 MEDIAN_GOAL = 0.75
 MAX_GOAL = 2.0
@@ -62,14 +65,9 @@ def make_module(p, g):
 
 
 def weights(mod, p):
-    """mha.h's weights from the module: w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o."""
-    e = p["e"]
-    if mod.in_proj_weight is not None:
-        wq, wk, wv = mod.in_proj_weight[:e], mod.in_proj_weight[e:2 * e], mod.in_proj_weight[2 * e:]
-    else:
-        wq, wk, wv = mod.q_proj_weight, mod.k_proj_weight, mod.v_proj_weight
-    b = mod.in_proj_bias
-    return [wq, b[:e], wk, b[e:2 * e], wv, b[2 * e:], mod.out_proj.weight, mod.out_proj.bias]
+    """mha.h's weights from the module, as the exporter splits them: w_q, b_q, w_k, b_k, w_v, b_v, w_o, b_o."""
+    _, w = export_torch.attention_tensors(mod)
+    return [w[k] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")]
 
 
 def run_torch(mod, q, k, v, p, lens, dtype):
