@@ -676,22 +676,28 @@ static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, 
 /* The smallest e^d that is not 0 (ln(FLT_MIN)): below it a weight is 0. */
 #define MHA__EXP_LO (-87.33654475f)
 
+/* s + b, compensated: *comp holds what the earlier additions lost (Kahan's
+   summation) and gets what this one loses. The compensation is dropped where
+   it is not finite, so that an inf or NaN term gives the plain sum's inf or
+   NaN. Both paths add their blocks with it. */
+MHA__PRIVATE float mha__add_comp(float s, float b, float *comp) {
+    float y = b - *comp, t = s + y;
+    *comp = (t - s) - y; /* what t lost of y */
+    if (!(*comp - *comp == 0.0f)) *comp = 0.0f;
+    return t;
+}
+
 /* sum_i x[i] y[i ys] for i < n (ys = 0: a constant y), in blocks (see
-   MHA__BLOCK); with skip0 the terms whose x is exactly 0 are left out. The
-   compensation is dropped where it is not finite, so that an inf or NaN
-   term gives the plain sum's inf or NaN. */
+   MHA__BLOCK) added with mha__add_comp; with skip0 the terms whose x is
+   exactly 0 are left out. */
 MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t ys, size_t n, int skip0) {
-    float s = 0.0f, comp = 0.0f, b, t;
+    float s = 0.0f, comp = 0.0f, b;
     size_t i = 0, e;
     while (i < n) {
         e = n - i < MHA__BLOCK ? n : i + MHA__BLOCK;
         for (b = 0.0f; i < e; ++i)
             if (!skip0 || x[i] != 0.0f) b += x[i] * y[i * ys];
-        b -= comp;
-        t = s + b;
-        comp = (t - s) - b; /* what t lost of b */
-        if (!(comp - comp == 0.0f)) comp = 0.0f;
-        s = t;
+        s = mha__add_comp(s, b, &comp);
     }
     return s;
 }
@@ -1597,11 +1603,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
                     l[r] *= alpha;
                     lc[r] *= alpha;
                 }
-                { /* l += the block's sum, compensated */
-                    float y = mha__softmax(x, cp, mnew) - lc[r], t = l[r] + y;
-                    lc[r] = (t - l[r]) - y;
-                    l[r] = t;
-                }
+                l[r] = mha__add_comp(l[r], mha__softmax(x, cp, mnew), lc + r); /* l += the block's sum */
                 mx[r] = mnew;
             }
             if (pass == 1 && !attn) mha__fast_pv(f, st, cl, j0, ot, pt, oc);
