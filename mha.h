@@ -114,7 +114,8 @@ typedef enum mha_status {
     MHA_ERR_SHAPE = -2,     /* a size is out of range or sizes disagree */
     MHA_ERR_OVERFLOW = -3,  /* a byte count does not fit in size_t */
     MHA_ERR_WORKSPACE = -4, /* workspace NULL or smaller than mha_workspace_size() */
-    MHA_ERR_MASK = -5       /* a valid length is < 0 or > m */
+    MHA_ERR_MASK = -5,      /* a valid length is < 0 or > m (a cache length < 0 or > capacity) */
+    MHA_ERR_CAPACITY = -6   /* a KV cache without a window has no room for the tokens appended */
 } mha_status;
 
 typedef enum mha_score {
@@ -194,7 +195,7 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
 #define MHA_WORKSPACE_BYTES(heads, kv_heads, p_q, p_k, p_v, p_a, m)                           \
     (((size_t)(kv_heads) * (size_t)(m) * ((size_t)(p_k) + (size_t)(p_v)) +                    \
       (size_t)(heads) * (size_t)(m) * (size_t)(p_a) + (size_t)(heads) * (size_t)(p_q) +        \
-      (size_t)(p_a) + (size_t)(m) + (size_t)(heads) * (size_t)(p_v)) * sizeof(float) +         \
+      2 * (size_t)(p_a) + (size_t)(m) + (size_t)(heads) * (size_t)(p_v)) * sizeof(float) +     \
      MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
 /* the reference path keeps its call state there, not on the stack */
@@ -272,6 +273,100 @@ MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t
                            const float *keys, const float *values, int32_t m, int32_t valid_len,
                            float *head_out, void *workspace, size_t workspace_bytes);
 
+/* ---- stages and decoding --------------------------------------------------
+   mha_forward is three stages: project (W_q, W_k, W_v), attend (scores,
+   masks, softmax, weighted sum of values) and output (W_o). mha_attend is
+   the attend stage alone, mha_output_rows the output stage; mha_decode runs
+   all three over a KV cache. */
+
+/* The attention core on inputs you projected yourself (your own GEMMs, or
+   another library's), in the layout a projection writes them:
+     q          in   [batch][n][heads*p_q]     row r, head i at q + r*heads*p_q + i*p_q
+     k          in   [batch][m][kv_heads*p_k]
+     v          in   [batch][m][kv_heads*p_v]
+     heads_out  out  [batch][n][heads*p_v]     the heads' outputs side by side, before W_o
+   mask, attn, the scores and the rules are mha_forward's; w is read only for
+   additive scoring (a_q, a_k, a_v; NULL everywhere else is fine), and d_q,
+   d_k, d_v, p_o of the shape are not used (any value >= 1). workspace:
+   mha_attend_workspace_size() bytes, any alignment. Returns as mha_forward.
+   Always the reference path (plain loops), also under MHA_FAST 1. */
+MHADEF mha_status mha_attend(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                             const float *q, const float *k, const float *v, const mha_mask *mask,
+                             float *heads_out, float *attn, void *workspace, size_t workspace_bytes);
+MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+
+/* A KV cache for token-by-token decoding, owned by the caller: the library
+   never allocates it, and only mha_cache_append and mha_decode write it.
+   Position P of sequence b (0, 1, ... in the order its tokens were
+   appended) lives in slot P (window 0), or in slot P mod capacity (window
+   >= 1: the slots are reused as a ring). Start with every length 0. */
+typedef struct mha_cache {
+    float *k;         /* [batch][kv_heads][capacity][p_k]  projected keys, W_k k + b_k */
+    float *v;         /* [batch][kv_heads][capacity][p_v]  projected values */
+    int32_t *length;  /* [batch]: tokens appended so far = the position of the next token */
+    int32_t capacity; /* slots per sequence and kv head, >= 1 */
+    int32_t window;   /* 0: a query at position P sees every position <= P, and appending past
+                         capacity is MHA_ERR_CAPACITY; w >= 1: it sees P-w+1 .. P, and the
+                         slots are a ring (capacity >= w + t - 1 for a chunk of t tokens) */
+    int32_t type;     /* element type of k and v: 0 (float) is the only one today; any other
+                         value is MHA_ERR_SHAPE (room for 16-bit and int8 caches) */
+} mha_cache;
+
+/* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
+   a bad shape or an overflow). */
+MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity);
+
+/* Projects t keys and values per sequence and appends them to the cache at
+   each sequence's own length[b], which then grows by t:
+     keys [batch][t][d_k], values [batch][t][d_v], in.
+   For a cross-attention cache (an encoder's output), or a prompt whose
+   queries you do not need. Needs w_k and w_v (biases optional). Returns, in
+   this order: MHA_ERR_NULL (shape or w), MHA_ERR_SHAPE (the shape; batch or
+   t < 0; capacity < 1; window < 0; type != 0; a window and capacity <
+   window + t - 1), MHA_ERR_NULL (cache, its arrays, keys, values, w_k, w_v),
+   MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
+   MHA_ERR_MASK (a length < 0, or > capacity without a window),
+   MHA_ERR_CAPACITY (without a window length + t > capacity; with one
+   length + t > INT32_MAX). On an error nothing is written, the cache and
+   its lengths included. */
+MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
+                                   int32_t t, const float *keys, const float *values, void *workspace,
+                                   size_t workspace_bytes);
+
+/* Decodes t new tokens per sequence against the cache.
+     queries  in   [batch][t][d_q]
+     keys, values  in  [batch][t][d_k], [batch][t][d_v]: self-attention. The
+              t tokens are appended at length[b] (which grows by t), and new
+              query i, at position P = old length + i, attends to every
+              position <= P (and > P - window). t = 1 is one decoding step,
+              t > 1 a chunked prefill. Sequences may have different lengths.
+              Both NULL: cross-attention. Nothing is appended; every query
+              attends to every position the cache holds (the last
+              min(length, capacity)); lengths do not change.
+     out      out  [batch][t][p_o]
+   The scores, rules and output of mha_forward (no mask, no attn): decoding
+   a sequence token by token gives mha_forward's output with a causal mask.
+   workspace: mha_decode_workspace_size(shape, batch, t, capacity) bytes.
+   Returns as mha_cache_append (one of keys and values NULL: MHA_ERR_NULL).
+   Under MHA_FAST 1 the fast path (mha_decode_parallel: with a parallel-for). */
+MHADEF mha_status mha_decode(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
+                             int32_t t, const float *queries, const float *keys, const float *values, float *out,
+                             void *workspace, size_t workspace_bytes);
+MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
+                                      int32_t batch, int32_t t, const float *queries, const float *keys,
+                                      const float *values, float *out, void *workspace, size_t workspace_bytes,
+                                      mha_parallel_for parallel_for, void *user);
+/* The reference path of mha_decode, always compiled (the oracle). */
+MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
+                                       int32_t batch, int32_t t, const float *queries, const float *keys,
+                                       const float *values, float *out, void *workspace, size_t workspace_bytes);
+/* Workspace bytes of mha_decode, mha_decode_parallel and mha_cache_append for
+   t tokens (0 for a bad shape or an overflow), at any alignment; and of
+   mha_decode_reference. Neither depends on the cache's contents. */
+MHADEF size_t mha_decode_workspace_size(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity);
+MHADEF size_t mha_decode_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t t,
+                                                  int32_t capacity);
+
 /* concat[heads*p_v] = [head_outs[0]; ...; head_outs[heads-1]], each [p_v].
    Returns, in this order: MHA_ERR_NULL (head_outs or concat), MHA_ERR_SHAPE (heads or
    p_v < 1), MHA_ERR_OVERFLOW, MHA_ERR_NULL (any head_outs[i]), else MHA_OK. */
@@ -279,6 +374,11 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
 
 /* out[p_o] = W_o concat + b_o, concat [heads*p_v]. Needs only w_o (b_o optional). */
 MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const float *concat, float *out);
+/* The output stage for many rows: out[r] = W_o concat[r] + b_o for r < rows,
+   concat [rows][heads*p_v], out [rows][p_o] (mha_attend's heads_out with
+   rows = batch n). Returns as mha_output, and MHA_ERR_SHAPE for rows < 0. */
+MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
+                                  float *out);
 
 #ifdef __cplusplus
 }
@@ -513,27 +613,36 @@ MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX
 MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 
 /* One call: its validated sizes (as size_t, so that products such as
-   h * p_q cannot overflow an int), its arguments, and the workspace parts.
-   The sizes come first, h .. po in mha_shape's order (mha__setup fills them
-   in one loop; mha__layout reads sizes by their offsets). On the reference
-   path the whole struct is copied to the workspace's start before the work
-   begins (see mha__enter), so that no call keeps it on the stack. */
+   h * p_q cannot overflow an int), its arguments, and where its keys and
+   values come from. The sizes come first, h .. po in mha_shape's order
+   (mha__setup fills them in one loop; mha__layout reads sizes by their
+   offsets). On the reference path the whole struct is copied to the
+   workspace's start before the work begins (see mha__keep), so that no call
+   keeps it on the stack; the parts' offsets follow it, and the parts start
+   MHA_WORKSPACE_STATE bytes in.
+   The stages of a call: project (W_q, W_k, W_v), attend (scores, rules,
+   pooling) and output (W_o). The source of the keys and values:
+     mp = m    mha_forward, mha_head: projected into the workspace (KP, VP);
+     cache     mha_decode, mha_cache_append: the cache's slots; n is the t
+               new queries (0 for an append), m the t new keys (0 without);
+     neither   mha_attend: the caller's projected rows, read in place; its
+               q, k, v, out rows are then d_q = h p_q, d_k = kv p_k,
+               d_v = kv p_v, p_o = h p_v floats long (mha__core). */
 typedef struct mha__ctx {
     size_t one, h, kv, dq, dk, dv, pq, pk, pv, po; /* 1; then heads, kv heads, d_q .. p_o */
     size_t pa, grp, hpv;              /* pa = 0: dot scoring; grp = h / kv query heads per kv head;
                                          hpv = h * p_v (used only once the sizes are checked) */
     size_t batch, n, m;
-    size_t attn_h, masked;            /* h if attn is wanted, else 0; 1 if a bias mask [batch][n][m] is given */
+    size_t mp, ms;                    /* rows of keys projected into the workspace (m or 0); scores
+                                         per query (m, or the cache's capacity) */
     float scale;
-    int32_t head, len;                /* head -1: mha_forward; else mha_head's head and valid length,
-                                         with batch = n = 1 and out = h_head */
+    int32_t head, len;                /* head -1: every head; MHA__CORE: mha_attend; else mha_head's
+                                         head and valid length, with batch = n = 1 and out = h_head */
     const mha_weights *w;
     const mha_mask *mask;             /* NULL: none */
     const float *queries, *keys, *values;
     float *out, *attn;
-    float *ws;                        /* the workspace's parts */
-    size_t *part;                     /* NULL, or where mha__layout puts the offsets in floats of
-                                         the 7 parts (see mha__table): after the call state */
+    mha_cache *cache;                 /* NULL: none */
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
     mha_parallel_for pfor;            /* NULL: one thread */
@@ -549,13 +658,15 @@ typedef char mha__layout_holds[offsetof(mha_shape, heads) == 0 &&
                                        offsetof(mha_shape, p_o) == (MHA__SIZES - 1) * sizeof(int32_t) &&
                                        offsetof(mha__ctx, po) - offsetof(mha__ctx, h) ==
                                            (MHA__SIZES - 1) * sizeof(size_t) &&
-                                       sizeof(mha__ctx) + 7 * sizeof(size_t) <= MHA_WORKSPACE_STATE
+                                       sizeof(mha__ctx) + 8 * sizeof(size_t) <= MHA_WORKSPACE_STATE
                                    ? 1
                                    : -1];
 
-/* The workspace's parts, in mha__table's order (shapes there), and part k. */
-enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT };
-#define MHA__PART(c, k) ((c)->ws + (c)->part[k])
+/* The workspace's parts, in mha__table's order (shapes there), and part k
+   of the call whose state c is at the workspace's start. */
+enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__AK1, MHA__PARTS };
+#define MHA__PART(c, k)                                                                                  \
+    ((float *)(void *)((unsigned char *)(c) + MHA_WORKSPACE_STATE) + ((const size_t *)(const void *)((c) + 1))[k])
 
 #if MHA_NO_ADDITIVE
 #define MHA__ADDITIVE(c) 0
@@ -578,13 +689,14 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->one = 1;
     c->grp = c->h / c->kv;
     c->hpv = c->h * c->pv;
-    c->pa = c->batch = c->n = c->m = c->attn_h = c->masked = 0;
+    c->pa = c->batch = c->n = c->m = c->mp = c->ms = 0;
     c->w = w;
-    c->part = NULL;
+    c->mask = NULL;
+    c->attn = NULL;
+    c->cache = NULL;
     c->scale = s->scale;
 #if MHA_FAST
     c->fast = 0;
-    c->ws = NULL;
 #endif
     if (s->score == MHA_SCORE_DOT) {
         if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
@@ -603,12 +715,13 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 #define MHA__F(x) ((unsigned char)offsetof(mha__ctx, x))
 /* The size of mha__ctx at byte offset off (an MHA__F value). */
 #define MHA__SIZE(c, off) (*(const size_t *)(const void *)((const unsigned char *)(c) + (off)))
-#define MHA__ROWS_WEIGHTS 6 /* rows 0-5: the weights */
-#define MHA__ROWS_ARRAYS 12 /* rows 0-11: every array of a call; then the workspace parts */
-#define MHA__ROWS 19
+#define MHA__ROWS_WEIGHTS 6 /* rows 0-5: the weights; W_q .. W_o are rows 0-3 */
+#define MHA__ROW_ATTN 10    /* rows 10-13 count only where the array is given */
+#define MHA__ROWS_ARRAYS 14 /* rows 0-13: every array of a call; then the workspace parts */
+#define MHA__ROWS (MHA__ROWS_ARRAYS + MHA__PARTS)
 /* The element count of every array of a call as a product of four sizes of
-   mha__ctx: the weights (rows 0-5), queries, keys, values, out, attn and masks
-   (6-11), then the workspace parts (12-18). */
+   mha__ctx: the weights (rows 0-5), queries, keys, values, out, attn, the
+   bias mask and the cache (6-13), then the workspace parts (MHA__KP ..). */
 static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(h), MHA__F(pq), MHA__F(dq), MHA__F(one)},        /* w_q [h*p_q][d_q] */
     {MHA__F(kv), MHA__F(pk), MHA__F(dk), MHA__F(one)},       /* w_k */
@@ -620,34 +733,40 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(batch), MHA__F(m), MHA__F(dk), MHA__F(one)},     /* keys */
     {MHA__F(batch), MHA__F(m), MHA__F(dv), MHA__F(one)},     /* values */
     {MHA__F(batch), MHA__F(n), MHA__F(po), MHA__F(one)},     /* out */
-    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(attn_h)},   /* attn [batch][h][n][m] */
-    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(masked)},   /* bias [batch][n][m] (keep: mha__enter) */
-    {MHA__F(kv), MHA__F(m), MHA__F(pk), MHA__F(one)},        /* MHA__KP: kp [kv][m][p_k] projected keys */
-    {MHA__F(kv), MHA__F(m), MHA__F(pv), MHA__F(one)},        /* MHA__VP: vp [kv][m][p_v] projected values */
-    {MHA__F(h), MHA__F(m), MHA__F(pa), MHA__F(one)},         /* MHA__AK: ak [h][m][p_a] A_k^(i) k_ij */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(h)},        /* attn [batch][h][n][m] */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(one)},      /* bias [batch][n][m] (keep: mha__enter) */
+    {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pk)},     /* cache k [batch][kv][capacity][p_k] */
+    {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pv)},     /* cache v */
+    {MHA__F(kv), MHA__F(mp), MHA__F(pk), MHA__F(one)},       /* MHA__KP: kp [kv][m][p_k] projected keys */
+    {MHA__F(kv), MHA__F(mp), MHA__F(pv), MHA__F(one)},       /* MHA__VP: vp [kv][m][p_v] projected values */
+    {MHA__F(h), MHA__F(mp), MHA__F(pa), MHA__F(one)},        /* MHA__AK: ak [h][m][p_a] A_k^(i) k_ij */
     {MHA__F(h), MHA__F(pq), MHA__F(one), MHA__F(one)},       /* MHA__QP: qp [h*p_q] projected query */
     {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__AQ: aq [p_a] A_q^(i) q_i */
-    {MHA__F(m), MHA__F(one), MHA__F(one), MHA__F(one)},      /* MHA__SC: sc [m] scores */
+    {MHA__F(ms), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__SC: sc [ms] scores */
     {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* MHA__CAT: cat [h*p_v] head outputs */
+    {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__AK1: [p_a] A_k^(i) k_j of one key,
+                                                                where the keys are not projected here */
 };
 
 /* Byte count of the reference workspace (with the alignment slack and the
-   call state) from the first
-   `rows` rows of mha__table, and the parts' offsets in floats into c->part
-   (when given and rows > MHA__ROWS_ARRAYS); SIZE_MAX when that or any array of those rows overflows
-   size_t. mha_workspace_size and every call that uses a workspace go through
-   here. */
-MHA__PRIVATE size_t mha__layout(mha__ctx *c, int rows) {
+   call state) from rows from .. rows-1 of mha__table, and the parts' offsets
+   in floats into part (when given and rows > MHA__ROWS_ARRAYS); SIZE_MAX
+   when that or any array of those rows overflows size_t. mha_workspace_size
+   and every call that uses a workspace go through here. */
+MHA__PRIVATE size_t mha__layout(const mha__ctx *c, int from, int rows, size_t *part) {
     size_t t = 0, any = 0, p;
     int k, f;
-    for (k = 0; k < rows; ++k) {
+    for (k = from; k < rows; ++k) {
         p = 1;
         for (f = 0; f < 4; ++f)
             p = mha__mul(p, MHA__SIZE(c, mha__table[k][f]));
         if (k < MHA__ROWS_ARRAYS) {
-            any |= mha__mul(p, sizeof(float));
+            int given = k < MHA__ROW_ATTN || (k == MHA__ROW_ATTN     ? c->attn != NULL
+                                              : k == MHA__ROW_ATTN + 1 ? c->mask && c->mask->bias
+                                                                       : c->cache != NULL);
+            if (given) any |= mha__mul(p, sizeof(float));
         } else {
-            if (c->part) c->part[k - MHA__ROWS_ARRAYS] = t;
+            if (part) part[k - MHA__ROWS_ARRAYS] = t;
             t = mha__add(t, p);
         }
     }
@@ -769,6 +888,16 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
     return hi;
 }
 
+/* A cache slot's position: with e positions appended so far and cap slots,
+   slot j holds position j while e <= cap, else the latest position p < e
+   with p mod cap == j. A query at position at sees position pos when
+   pos <= at and, with a window w >= 1, pos > at - w (the causal mask of
+   decoding; cross-attention sees every position held). */
+MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
+    return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+}
+MHA__PRIVATE int mha__sees(size_t pos, size_t at, size_t window) { return pos <= at && (!window || pos + window > at); }
+
 /* Pooling: the scores sc[0..m) become the weights and ho[0..pv) = sum_j
    w_j v_j, with value row j at v + j vst. The max in a pass of its own over
    the stored scores (with x87 excess precision a score still in a register
@@ -791,27 +920,62 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
     for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
 }
 
-/* Query t of batch entry b, head i, with its projection in MHA__QP (and for
-   additive scoring A_q^(i) q_i in MHA__AQ): its scores under the rules above,
-   into attn's row or MHA__SC, which it returns (mha__compute then pools them:
-   the two frames are siblings on the stack, not nested). */
+/* mha__ctx's head for mha_attend (the caller's projected rows in place). */
+#define MHA__CORE (-2)
+
+/* Where the keys (which 0) or values (1) of kv head g of batch entry b
+   start, with their row stride in *st: the workspace's projected rows
+   (mha_forward), the caller's projected rows (mha_attend) or the cache's
+   slots (mha_decode). */
+MHA__PRIVATE const float *mha__kv(const mha__ctx *c, size_t b, size_t g, int which, size_t *st) {
+    size_t p = which ? c->pv : c->pk;
+    *st = p;
+    if (c->cache) return (which ? c->cache->v : c->cache->k) + (b * c->kv + g) * c->ms * p;
+    if (c->head == MHA__CORE) {
+        *st = which ? c->dv : c->dk;
+        return (which ? c->values : c->keys) + b * c->m * *st + g * p;
+    }
+    return MHA__PART(c, which ? MHA__VP : MHA__KP) + g * c->m * p;
+}
+
+/* The keys query rows of batch entry b score: m, or the cache's slots in
+   use, with *e the positions appended (the new tokens included). */
+MHA__PRIVATE size_t mha__keys(const mha__ctx *c, size_t b, size_t *e) {
+    *e = c->cache ? (size_t)c->cache->length[b] + c->m : c->m;
+    return *e < c->ms ? *e : c->ms;
+}
+
+/* Query t of batch entry b, head i, with its projection in MHA__QP (the
+   caller's row for mha_attend; for additive scoring A_q^(i) q_i in
+   MHA__AQ): its scores under the rules above, into attn's row or MHA__SC,
+   which it returns (mha__compute then pools them: the two frames are
+   siblings on the stack, not nested). */
 MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
     const mha_mask *mask = c->mask;
-    size_t m = c->m, row = b * c->n + t, j;
+    size_t m = c->m, row = b * c->n + t, j, kst, e, keys = mha__keys(c, b, &e);
     size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
-    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
+    const float *q = c->head == MHA__CORE ? c->queries + row * c->dq + i * c->pq : MHA__PART(c, MHA__QP) + i * c->pq;
+    const float *k = mha__kv(c, b, i / c->grp, 0, &kst);
     const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
-    for (j = 0; j < m; ++j) {
+    for (j = 0; j < keys; ++j) {
         float s = -(FLT_MAX * 2.0f);
-        if (j < hi && (!keep || keep[j])) {
+        int seen = c->cache ? !c->keys || mha__sees(mha__slot_pos(j, e, c->ms), e - c->n + t,
+                                                    (size_t)c->cache->window)
+                            : j < hi && (!keep || keep[j]);
+        if (seen) {
 #if !MHA_NO_ADDITIVE
-            if (MHA__ADDITIVE(c))
-                s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * m + j) * c->pa);
-            else
+            if (MHA__ADDITIVE(c)) {
+                const float *akj = MHA__PART(c, MHA__AK) + (i * m + j) * c->pa;
+                if (c->head == MHA__CORE || c->cache) { /* keys not projected here: A_k^(i) k_j now */
+                    akj = MHA__PART(c, MHA__AK1);
+                    mha__project(c, MHA__PROJ_AK, k + j * kst, 1, i * c->pa, MHA__PART(c, MHA__AK1));
+                }
+                s = mha__additive(c, i, akj);
+            } else
 #endif
-                s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
+                s = c->scale * mha__dot(q, k + j * kst, 1, c->pk, 0);
             if (bias) s += bias[j];
         }
         sc[j] = s;
@@ -1347,9 +1511,9 @@ typedef struct mha__fast {
 } mha__fast;
 
 
-/* Bytes of the fast path's workspace (SIZE_MAX on overflow); with f->c->ws
-   set, also its parts. Every part starts 64-byte aligned. */
-MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c) {
+/* Bytes of the fast path's workspace (SIZE_MAX on overflow); with ws (the
+   aligned workspace) given, also its parts. Every part starts 64-byte aligned. */
+MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
     size_t sz[9], t = 0, k, r, tiles;
     float **ptr[9];
     f->c = c;
@@ -1375,7 +1539,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c) {
     ptr[0] = &f->pqo; ptr[1] = &f->pkv; ptr[2] = &f->kp; ptr[3] = &f->kt; ptr[4] = &f->vt;
     ptr[5] = &f->tail; ptr[6] = &f->slot; ptr[7] = &f->akt; ptr[8] = &f->paq;
     for (k = 0; k < 9; ++k) {
-        if (c->ws) *ptr[k] = c->ws + t;
+        if (ws) *ptr[k] = ws + t;
         r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
         t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
     }
@@ -1660,12 +1824,12 @@ MHA__PRIVATE void mha__fast_par(mha__fast *f, mha_task task, size_t count) {
 }
 
 /* The fast path, once every check has passed. */
-MHA__PRIVATE void mha__fast_run(const mha__ctx *c) {
+MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
     const mha_weights *w = c->w;
     const float *packed = mha__packed(c); /* NULL: pack into the workspace here */
     mha__fast f;
     size_t b, g, i, j, q;
-    mha__fast_layout(&f, c);
+    mha__fast_layout(&f, c, ws);
     for (b = 0; b < c->batch; ++b)
         for (g = 0; g < c->kv; ++g) {
             f.b = b;
@@ -1730,7 +1894,7 @@ MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha
     if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
     c->batch = (size_t)batch;
     c->n = (size_t)n;
-    c->m = (size_t)m;
+    c->m = c->mp = c->ms = (size_t)m;
 #if MHA_FAST
     c->fast = fast;
 #else
@@ -1743,24 +1907,55 @@ MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha
    keeps the reference's overflow verdict too, so both paths answer a call
    alike. */
 #if MHA_FAST
-MHA__PRIVATE size_t mha__bytes(mha__ctx *c) {
-    size_t bytes = mha__layout(c, MHA__ROWS);
+MHA__PRIVATE size_t mha__bytes(const mha__ctx *c, int from) {
+    size_t bytes = mha__layout(c, from, MHA__ROWS, NULL);
     mha__fast f;
     if (!c->fast || bytes == SIZE_MAX) return bytes;
-    c->ws = NULL; /* sizes only */
-    return mha__fast_layout(&f, c);
+    if (c->cache) return bytes; /* (the fast decode comes later) */
+    return mha__fast_layout(&f, c, NULL);
 }
 #else
-#define mha__bytes(c) mha__layout(c, MHA__ROWS)
+#define mha__bytes(c, from) mha__layout(c, from, MHA__ROWS, NULL)
 #endif
+
+/* The checks that every computing call shares, after its own (sizes, NULL
+   pointers), in the order of the error table: MHA_ERR_OVERFLOW (any array
+   from row `from` of mha__table, the workspace, a keep mask),
+   MHA_ERR_WORKSPACE, MHA_ERR_MASK (mha_head's valid length, valid_lens).
+   MHA__RUN when the call is to compute, MHA_OK when there is nothing to
+   compute (no query, and no cache to append to). */
+#define MHA__RUN 1
+MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, int from, size_t workspace_bytes, const void *workspace) {
+    const mha_mask *mask = c->mask;
+    size_t bytes = mha__bytes(c, from), t;
+    if (bytes == SIZE_MAX || (mask && mask->keep && mha__mul(mha__mul(c->batch, c->n), c->m) == SIZE_MAX))
+        return MHA_ERR_OVERFLOW; /* keep has 1 byte per element */
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    if (c->head >= 0 && (c->len < 0 || (size_t)c->len > c->m)) return MHA_ERR_MASK;
+    if (mask && mask->valid_lens)
+        for (t = 0; t < c->batch * (mask->valid_lens_per_query ? c->n : 1); ++t)
+            if (mask->valid_lens[t] < 0 || (size_t)mask->valid_lens[t] > c->m) return MHA_ERR_MASK;
+    return c->n == 0 && !c->cache ? MHA_OK : MHA__RUN;
+}
+
+/* The call state into the workspace for mha__compute: the parts' offsets
+   after it, the struct itself at the aligned start, copied byte by byte
+   through a volatile pointer, so that no compiler turns the copy into a call
+   of memcpy (the library calls no libc function). Returns MHA__RUN. */
+MHA__PRIVATE MHA__NOINLINE int mha__keep(const mha__ctx *c, void *workspace) {
+    volatile unsigned char *to = (volatile unsigned char *)(void *)mha__align(workspace);
+    size_t t;
+    (void)mha__layout(c, MHA__ROWS_ARRAYS, MHA__ROWS, (size_t *)(void *)(to + sizeof *c));
+    for (t = 0; t < sizeof *c; ++t) to[t] = ((const unsigned char *)c)[t];
+    return MHA__RUN;
+}
 
 /* mha_forward, its variants and mha_head up to the work: the sizes, then the
    checks in the order of the error table. head is -1 for mha_forward, else
    mha_head's head (INT32_MAX for a negative one) with its valid length len.
-   The fast path runs here. For the reference path the call state is copied
-   to the workspace's start and MHA__RUN returned: mha__compute then works
+   The fast path runs here. For the reference path the call state goes to the
+   workspace (mha__keep) and MHA__RUN is returned: mha__compute then works
    from there, with no state left on the caller's stack. */
-#define MHA__RUN 1
 #if MHA_FAST
 #define MHA__FAST_PARAMS , int fast, mha_parallel_for pfor, void *user
 #define MHA__FAST_ARGS(fast, pfor, user) , fast, pfor, user
@@ -1773,8 +1968,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
                                          const mha_mask *mask, float *out, float *attn, void *workspace,
                                          size_t workspace_bytes, int32_t head, int32_t len MHA__FAST_PARAMS) {
     mha__ctx c;
-    size_t bytes, t;
-    volatile unsigned char *to;
 #if !MHA_FAST
     const int fast = 0;
 #endif
@@ -1784,8 +1977,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
-    c.attn_h = attn ? c.h : 0;
-    c.masked = mask && mask->bias;
     c.head = head;
     c.len = len;
     c.mask = mask;
@@ -1799,45 +1990,125 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.user = user;
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
 #endif
-    bytes = mha__bytes(&c);
-    if (bytes == SIZE_MAX || (mask && mask->keep && mha__mul(mha__mul(c.batch, c.n), c.m) == SIZE_MAX))
-        return MHA_ERR_OVERFLOW; /* keep has 1 byte per element */
-    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
-    if (head >= 0 && (len < 0 || len > m)) return MHA_ERR_MASK;
-    if (mask && mask->valid_lens)
-        for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)
-            if (mask->valid_lens[t] < 0 || mask->valid_lens[t] > m) return MHA_ERR_MASK;
-    if (n == 0) return MHA_OK; /* no query: nothing to compute */
-    to = (volatile unsigned char *)(void *)mha__align(workspace);
+    st = mha__check(&c, 0, workspace_bytes, workspace);
+    if (st != MHA__RUN) return st;
 #if MHA_FAST
     if (fast) {
-        c.ws = (float *)(void *)to;
-        mha__fast_run(&c);
+        mha__fast_run(&c, mha__align(workspace));
         return MHA_OK;
     }
 #endif
-    c.ws = (float *)(void *)(to + MHA_WORKSPACE_STATE);
-    c.part = (size_t *)(void *)(to + sizeof c);
-    (void)mha__layout(&c, MHA__ROWS); /* again, now that it may write the part offsets there */
-    /* byte by byte through a volatile pointer, so that no compiler turns the
-       copy into a call of memcpy (the library calls no libc function) */
-    for (t = 0; t < sizeof c; ++t) to[t] = ((const unsigned char *)&c)[t];
-    return MHA__RUN;
+    return mha__keep(&c, workspace);
 }
 
-/* The reference computation, for a call that mha__enter answered with
-   MHA__RUN (else its status is returned as it is). */
+/* mha_attend up to the work: its inputs are rows of h p_q, kv p_k, kv p_v
+   floats, its output rows h p_v, and only the additive weights are read. */
+MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha_weights *w, int32_t batch,
+                                              int32_t n, int32_t m, const float *q, const float *k,
+                                              const float *v, const mha_mask *mask, float *heads_out,
+                                              float *attn, void *workspace, size_t workspace_bytes) {
+    mha__ctx c;
+    int st = mha__call(&c, shape, w, batch, n, m, 0);
+    if (st != MHA_OK) return st;
+    if (!q || !k || !v || !heads_out || (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
+        return MHA_ERR_NULL;
+    c.dq = mha__mul(c.h, c.pq);
+    c.dk = mha__mul(c.kv, c.pk);
+    c.dv = mha__mul(c.kv, c.pv);
+    c.po = c.hpv;
+    c.mp = 0;
+    c.head = MHA__CORE;
+    c.mask = mask;
+    c.queries = q;
+    c.keys = k;
+    c.values = v;
+    c.out = heads_out;
+    c.attn = attn;
+    st = mha__check(&c, MHA__ROWS_WEIGHTS - 2, workspace_bytes, workspace);
+    return st == MHA__RUN ? mha__keep(&c, workspace) : st;
+}
+
+/* mha_decode (queries given) and mha_cache_append (queries NULL) up to the
+   work: the cache's sizes and lengths, then the checks every call shares. */
+MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
+                                               int32_t batch, int32_t t, const float *queries, const float *keys,
+                                               const float *values, float *out, void *workspace,
+                                               size_t workspace_bytes, int decode MHA__FAST_PARAMS) {
+    mha__ctx c;
+    size_t b;
+#if !MHA_FAST
+    const int fast = 0;
+#endif
+    int st = mha__call(&c, shape, w, batch, decode ? t : 0, keys || values ? t : 0, fast);
+    if (st != MHA_OK) return st;
+    if (!cache) return MHA_ERR_NULL;
+    if (cache->capacity < 1 || cache->window < 0 || cache->type != 0 ||
+        (cache->window && (int64_t)cache->window + t - 1 > cache->capacity))
+        return MHA_ERR_SHAPE;
+    if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
+        (keys && (!w->w_k || !w->w_v)) ||
+        (decode && (!queries || !out || !w->w_q || !w->w_o ||
+                    (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))))
+        return MHA_ERR_NULL;
+    c.ms = (size_t)cache->capacity;
+    c.mp = 0;
+    c.head = -1;
+    c.queries = queries;
+    c.keys = keys;
+    c.values = values;
+    c.out = out;
+    c.cache = cache;
+#if MHA_FAST
+    c.pfor = pfor;
+    c.user = user;
+    if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
+#endif
+    st = mha__check(&c, 0, workspace_bytes, workspace);
+    if (st != MHA__RUN) return st;
+    for (b = 0; b < c.batch; ++b) /* every length first, then the room */
+        if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
+    for (b = 0; b < c.batch; ++b)
+        if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? INT32_MAX : cache->capacity))
+            return MHA_ERR_CAPACITY;
+    return mha__keep(&c, workspace);
+}
+
+/* Appends the c->m new keys and values of batch entry b to the cache: the
+   token at position P goes to slot P (P mod capacity with a window) of
+   every kv head, projected. */
+MHA__PRIVATE MHA__NOINLINE void mha__append(const mha__ctx *c, size_t b) {
+    mha_cache *cache = c->cache;
+    size_t j, g, pos, slot;
+    for (j = 0; j < c->m; ++j) {
+        pos = (size_t)cache->length[b] + j;
+        slot = cache->window ? pos % c->ms : pos;
+        for (g = 0; g < c->kv; ++g) {
+            mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk,
+                         cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk);
+            mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv,
+                         cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv);
+        }
+    }
+}
+
+/* The reference computation, for a call that an enter function answered
+   with MHA__RUN (else its status is returned as it is): per batch entry,
+   1. project the keys and values (into the workspace, or the cache),
+   2. per query and head: project the query, attend, pool,
+   3. output: W_o times the heads' outputs (not for mha_head, mha_attend). */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) {
     const mha__ctx *c;
-    size_t m, b, t, i, g, h0, h1;
+    size_t m, b, t, i, g, h0, h1, keys, e, vst;
+    const float *v;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
     m = c->m;
     h0 = c->head < 0 ? 0 : (size_t)c->head;
     h1 = c->head < 0 ? c->h : h0 + 1;
     for (b = 0; b < c->batch; ++b) {
-        /* K and V of the kv heads that heads [h0, h1) use; for additive also A_k K */
-        for (i = h0; i < h1; ++i) {
+        /* 1. K [kv][m][p_k] and V of the kv heads that heads [h0, h1) use; for additive also A_k K */
+        if (c->cache && c->keys) mha__append(c, b);
+        for (i = h0; i < h1 && c->mp; ++i) {
             g = i / c->grp;
             if (i == h0 || i % c->grp == 0) {
                 mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk,
@@ -1851,20 +2122,26 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
                              MHA__PART(c, MHA__AK) + i * m * c->pa);
 #endif
         }
+        keys = mha__keys(c, b, &e);
         for (t = 0; t < c->n; ++t) {
             size_t row = b * c->n + t; /* the query's row in [batch][n] */
+            int core = c->head == MHA__CORE; /* mha_attend: projected rows in, heads' outputs out */
             for (i = h0; i < h1; ++i) {
-                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
+                /* 2. q_i [p_q] (A_q^(i) q_i [p_a]), its scores [keys], h_i [p_v] */
+                const float *q = core ? c->queries + row * c->dq + i * c->pq : MHA__PART(c, MHA__QP) + i * c->pq;
+                float *ho = c->head >= 0 ? c->out : core ? c->out + row * c->po + i * c->pv
+                                                         : MHA__PART(c, MHA__CAT) + i * c->pv;
+                if (!core) mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, (float *)q);
 #if !MHA_NO_ADDITIVE
-                if (MHA__ADDITIVE(c))
-                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
-                                 MHA__PART(c, MHA__AQ));
+                if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AQ, q, 1, i * c->pa, MHA__PART(c, MHA__AQ));
 #endif
-                mha__pool(mha__attend(c, b, t, i), m, MHA__PART(c, MHA__VP) + i / c->grp * m * c->pv, c->pv, c->pv,
-                          c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
+                v = mha__kv(c, b, i / c->grp, 1, &vst);
+                mha__pool(mha__attend(c, b, t, i), keys, v, vst, c->pv, ho);
             }
-            if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
+            /* 3. out [p_o] = W_o cat + b_o */
+            if (c->head < 0 && !core) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
         }
+        if (c->cache && c->keys) c->cache->length[b] += (int32_t)m;
     }
     return MHA_OK;
 }
@@ -1883,6 +2160,7 @@ MHADEF const char *mha_status_string(mha_status status) {
     case MHA_ERR_OVERFLOW: return "a byte count overflows size_t";
     case MHA_ERR_WORKSPACE: return "workspace is NULL or too small";
     case MHA_ERR_MASK: return "a valid length is outside [0, m]";
+    case MHA_ERR_CAPACITY: return "the KV cache is full";
     default: return "unknown mha_status";
     }
 #endif
@@ -1909,7 +2187,7 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     mha_status st;
     if (!counts) return MHA_ERR_NULL;
     if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK) return st;
-    if (mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (mha__layout(&c, 0, MHA__ROWS_WEIGHTS, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     counts->b_q = c.h * c.pq;
     counts->b_k = c.kv * c.pk;
     counts->b_v = c.kv * c.pv;
@@ -1929,7 +2207,7 @@ MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, i
     mha__ctx c;
     size_t bytes;
     if (mha__call(&c, shape, &mha__no_weights, batch, n, m, fast) != MHA_OK) return 0;
-    bytes = mha__bytes(&c);
+    bytes = mha__bytes(&c, 0);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
@@ -2001,7 +2279,7 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
         size_t per_g, per_i, need = mha__packed_bytes(&c, &per_g, &per_i), i;
         mha__pack_head *hd;
         float *p;
-        if (need == SIZE_MAX || mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+        if (need == SIZE_MAX || mha__layout(&c, 0, MHA__ROWS_WEIGHTS, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
         if (!buffer || bytes < need) return MHA_ERR_WORKSPACE;
         p = mha__align(buffer);
         hd = (mha__pack_head *)(void *)p;
@@ -2049,9 +2327,115 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
     mha_status st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    if (mha__layout(&c, MHA__ROWS_WEIGHTS) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (mha__layout(&c, 0, MHA__ROWS_WEIGHTS, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, 1, 0, out);
     return MHA_OK;
+}
+
+MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
+                                  float *out) {
+    mha__ctx c;
+    mha_status st = mha__call(&c, shape, w, rows, 1, 0, 0);
+    if (st != MHA_OK) return st;
+    if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
+    c.dq = c.hpv; /* the rows of concat, as "queries"; W_o is row 3 */
+    if (mha__layout(&c, 3, MHA__ROW_ATTN, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    mha__project(&c, MHA__PROJ_O, concat, c.batch, 0, out);
+    return MHA_OK;
+}
+
+MHADEF mha_status mha_attend(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                             const float *q, const float *k, const float *v, const mha_mask *mask,
+                             float *heads_out, float *attn, void *workspace, size_t workspace_bytes) {
+    return mha__compute(
+        mha__enter_core(shape, w, batch, n, m, q, k, v, mask, heads_out, attn, workspace, workspace_bytes), workspace);
+}
+
+MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    mha__ctx c;
+    size_t bytes;
+    if (mha__call(&c, shape, &mha__no_weights, batch, n, m, 0) != MHA_OK) return 0;
+    c.dq = mha__mul(c.h, c.pq);
+    c.dk = mha__mul(c.kv, c.pk);
+    c.dv = mha__mul(c.kv, c.pv);
+    c.po = c.hpv;
+    c.mp = 0;
+    bytes = mha__layout(&c, MHA__ROWS_WEIGHTS - 2, MHA__ROWS, NULL);
+    return bytes == SIZE_MAX ? 0 : bytes;
+}
+
+MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
+    mha__ctx c;
+    size_t per;
+    if (mha__call(&c, shape, &mha__no_weights, batch, 0, capacity, 0) != MHA_OK || capacity < 1) return 0;
+    per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), c.pk + c.pv); /* p_k + p_v < 2^32 */
+    per = mha__mul(per, sizeof(float));
+    return per == SIZE_MAX ? 0 : per;
+}
+
+/* Workspace bytes of a decode (fast 1: mha_decode's path) or an append. */
+MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity, int fast) {
+    mha__ctx c;
+    mha_cache dummy; /* only its address: the cache arrays count in the sizes */
+    size_t bytes;
+    if (mha__call(&c, shape, &mha__no_weights, batch, t, t, fast) != MHA_OK || capacity < 1) return 0;
+    c.ms = (size_t)capacity;
+    c.mp = 0;
+    c.cache = &dummy;
+    bytes = mha__bytes(&c, 0);
+    return bytes == SIZE_MAX ? 0 : bytes;
+}
+
+MHADEF size_t mha_decode_workspace_size(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity) {
+    return mha__decode_bytes(shape, batch, t, capacity, 1);
+}
+
+MHADEF size_t mha_decode_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t t,
+                                                  int32_t capacity) {
+    return mha__decode_bytes(shape, batch, t, capacity, 0);
+}
+
+MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
+                                   int32_t t, const float *keys, const float *values, void *workspace,
+                                   size_t workspace_bytes) {
+    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, NULL, keys, values, NULL, workspace,
+                                         workspace_bytes, 0 MHA__FAST_ARGS(0, NULL, NULL)),
+                        workspace);
+}
+
+MHADEF mha_status mha_decode(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
+                             int32_t t, const float *queries, const float *keys, const float *values, float *out,
+                             void *workspace, size_t workspace_bytes) {
+    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+                                         workspace_bytes, 1 MHA__FAST_ARGS(1, NULL, NULL)),
+                        workspace);
+}
+
+MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
+                                      int32_t batch, int32_t t, const float *queries, const float *keys,
+                                      const float *values, float *out, void *workspace, size_t workspace_bytes,
+                                      mha_parallel_for parallel_for, void *user) {
+#if MHA_FAST
+    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+                                         workspace_bytes, 1, 1, parallel_for, user),
+                        workspace);
+#else
+    (void)parallel_for;
+    (void)user;
+    return mha_decode(shape, w, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
+#endif
+}
+
+MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
+                                       int32_t batch, int32_t t, const float *queries, const float *keys,
+                                       const float *values, float *out, void *workspace, size_t workspace_bytes) {
+#if MHA_FAST
+    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+                                         workspace_bytes, 1, 0, NULL, NULL),
+                        workspace);
+#else
+    return mha_decode(shape, w, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
+#endif
 }
 
 #ifdef __cplusplus
