@@ -195,7 +195,7 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
 #define MHA_WORKSPACE_BYTES(heads, kv_heads, p_q, p_k, p_v, p_a, m)                           \
     (((size_t)(kv_heads) * (size_t)(m) * ((size_t)(p_k) + (size_t)(p_v)) +                    \
       (size_t)(heads) * (size_t)(m) * (size_t)(p_a) + (size_t)(heads) * (size_t)(p_q) +        \
-      2 * (size_t)(p_a) + (size_t)(m) + (size_t)(heads) * (size_t)(p_v)) * sizeof(float) +     \
+      (size_t)(p_a) + (size_t)(m) + (size_t)(heads) * (size_t)(p_v)) * sizeof(float) +         \
      MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
 /* the reference path keeps its call state there, not on the stack */
@@ -615,7 +615,7 @@ MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZ
 /* One call: its validated sizes (as size_t, so that products such as
    h * p_q cannot overflow an int), its arguments, and where its keys and
    values come from. The sizes come first, h .. po in mha_shape's order
-   (mha__setup fills them in one loop; mha__layout reads sizes by their
+   (mha__setup fills them in one loop; mha__count reads sizes by their
    offsets). On the reference path the whole struct is copied to the
    workspace's start before the work begins (see mha__keep), so that no call
    keeps it on the stack; the parts' offsets follow it, and the parts start
@@ -664,7 +664,7 @@ typedef char mha__layout_holds[offsetof(mha_shape, heads) == 0 &&
 
 /* The workspace's parts, in mha__table's order (shapes there), and part k
    of the call whose state c is at the workspace's start. */
-enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__AK1, MHA__PARTS };
+enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PARTS };
 #define MHA__PART(c, k)                                                                                  \
     ((float *)(void *)((unsigned char *)(c) + MHA_WORKSPACE_STATE) + ((const size_t *)(const void *)((c) + 1))[k])
 
@@ -674,9 +674,12 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__AK1,
 #define MHA__ADDITIVE(c) ((c)->pa != 0)
 #endif
 
-/* Checks a shape and fills the sizes of *c; MHA_OK, MHA_ERR_NULL (shape or w)
-   or MHA_ERR_SHAPE. Every count of the call is 0 until mha__enter sets it. */
-MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
+/* Checks a shape and batch, n, m >= 0, and fills the sizes of *c (mp = ms
+   = m: the keys projected into the workspace); MHA_OK, MHA_ERR_NULL (shape
+   or w) or MHA_ERR_SHAPE. Every pointer of the call is NULL until the caller
+   sets it. */
+MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n,
+                                   int32_t m) {
     size_t k;
     if (!s || !w) return MHA_ERR_NULL;
     for (k = 0; k < MHA__SIZES; ++k) { /* each >= 1; kv_heads 0 means heads */
@@ -689,7 +692,10 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->one = 1;
     c->grp = c->h / c->kv;
     c->hpv = c->h * c->pv;
-    c->pa = c->batch = c->n = c->m = c->mp = c->ms = 0;
+    c->batch = (size_t)batch;
+    c->n = (size_t)n;
+    c->m = c->mp = c->ms = (size_t)m;
+    c->pa = 0;
     c->w = w;
     c->mask = NULL;
     c->attn = NULL;
@@ -698,6 +704,7 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 #if MHA_FAST
     c->fast = 0;
 #endif
+    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
     if (s->score == MHA_SCORE_DOT) {
         if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
         if (s->scale == 0.0f) c->scale = 1.0f / MHA_SQRTF((float)s->p_k);
@@ -739,39 +746,44 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pv)},     /* cache v */
     {MHA__F(kv), MHA__F(mp), MHA__F(pk), MHA__F(one)},       /* MHA__KP: kp [kv][m][p_k] projected keys */
     {MHA__F(kv), MHA__F(mp), MHA__F(pv), MHA__F(one)},       /* MHA__VP: vp [kv][m][p_v] projected values */
-    {MHA__F(h), MHA__F(mp), MHA__F(pa), MHA__F(one)},        /* MHA__AK: ak [h][m][p_a] A_k^(i) k_ij */
+    {MHA__F(h), MHA__F(ms), MHA__F(pa), MHA__F(one)},        /* MHA__AK: ak [h][ms][p_a] A_k^(i) k_ij */
     {MHA__F(h), MHA__F(pq), MHA__F(one), MHA__F(one)},       /* MHA__QP: qp [h*p_q] projected query */
     {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__AQ: aq [p_a] A_q^(i) q_i */
     {MHA__F(ms), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__SC: sc [ms] scores */
     {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* MHA__CAT: cat [h*p_v] head outputs */
-    {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__AK1: [p_a] A_k^(i) k_j of one key,
-                                                                where the keys are not projected here */
 };
 
-/* Byte count of the reference workspace (with the alignment slack and the
-   call state) from rows from .. rows-1 of mha__table, and the parts' offsets
-   in floats into part (when given and rows > MHA__ROWS_ARRAYS); SIZE_MAX
-   when that or any array of those rows overflows size_t. mha_workspace_size
-   and every call that uses a workspace go through here. */
-MHA__PRIVATE size_t mha__layout(const mha__ctx *c, int from, int rows, size_t *part) {
-    size_t t = 0, any = 0, p;
+/* p = the element count of row k of mha__table (SIZE_MAX when it overflows). */
+#define MHA__COUNT(p, c, k)                                                                              \
+    for (p = 1, f = 0; f < 4; ++f) p = mha__mul(p, MHA__SIZE(c, mha__table[k][f]))
+
+/* Nonzero when the byte count of an array of rows from .. MHA__ROWS_ARRAYS-1
+   of mha__table that the call has overflows size_t. */
+MHA__PRIVATE int mha__overflows(const mha__ctx *c, int from) {
+    /* bit k: row MHA__ROW_ATTN + k is not given (attn, bias, cache k, cache v) */
+    unsigned absent = (c->attn ? 0u : 1u) | (c->mask && c->mask->bias ? 0u : 2u) | (c->cache ? 0u : 12u);
+    size_t any = 0, p;
     int k, f;
-    for (k = from; k < rows; ++k) {
-        p = 1;
-        for (f = 0; f < 4; ++f)
-            p = mha__mul(p, MHA__SIZE(c, mha__table[k][f]));
-        if (k < MHA__ROWS_ARRAYS) {
-            int given = k < MHA__ROW_ATTN || (k == MHA__ROW_ATTN     ? c->attn != NULL
-                                              : k == MHA__ROW_ATTN + 1 ? c->mask && c->mask->bias
-                                                                       : c->cache != NULL);
-            if (given) any |= mha__mul(p, sizeof(float));
-        } else {
-            if (part) part[k - MHA__ROWS_ARRAYS] = t;
-            t = mha__add(t, p);
-        }
+    for (k = from; k < MHA__ROWS_ARRAYS; ++k) {
+        MHA__COUNT(p, c, k);
+        if (k < MHA__ROW_ATTN || !((absent >> (k - MHA__ROW_ATTN)) & 1u)) any |= mha__mul(p, sizeof(float));
+    }
+    return (int)(any & 1u);
+}
+
+/* Byte count of the reference workspace (the parts, the alignment slack and
+   the call state), and the parts' offsets in floats into part when given;
+   SIZE_MAX when it overflows size_t. */
+MHA__PRIVATE size_t mha__parts(const mha__ctx *c, size_t *part) {
+    size_t t = 0, p;
+    int k, f;
+    for (k = MHA__ROWS_ARRAYS; k < MHA__ROWS; ++k) {
+        MHA__COUNT(p, c, k);
+        if (part) part[k - MHA__ROWS_ARRAYS] = t;
+        t = mha__add(t, p);
     }
     t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE);
-    return (t | any) & 1u ? SIZE_MAX : t;
+    return t & 1u ? SIZE_MAX : t;
 }
 
 /* The workspace's first MHA_WORKSPACE_ALIGN-byte boundary, as floats. */
@@ -832,6 +844,9 @@ MHA__PRIVATE MHA__NOINLINE float mha__weight(float s, float mx) {
     return s == ninf ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
 }
 
+/* mha__ctx's head for mha_attend (the caller projected: identity projections). */
+#define MHA__CORE (-2)
+
 /* The projections of a call: for each, the offsets of its weight and bias
    (0: none) in mha_weights, and of its input and output sizes in mha__ctx. */
 #define MHA__W(x) ((unsigned char)offsetof(mha_weights, x))
@@ -848,15 +863,18 @@ static const unsigned char mha__proj[6][4] = {
 /* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out, r < rows, with
    W, b, in and out those of projection `which` (mha__proj): x is
    [rows][in], y is [rows][out]. Each dot product in blocks (mha__dot), the
-   bias added at the end. */
+   bias added at the end. For mha_attend (MHA__CORE) W_q, W_k, W_v and W_o
+   are the identity (the caller projected): y[r][o] = x[r][o0+o]. */
 MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const float *x, size_t rows, size_t o0,
                                              float *y) {
     const unsigned char *f = mha__proj[which];
-    const float *W = *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
-    const float *b = f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
+    const float *W = c->head == MHA__CORE && which <= MHA__PROJ_O
+                         ? NULL
+                         : *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
+    const float *b = W && f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
     size_t in = MHA__SIZE(c, f[2]), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
-        for (o = o0; o < o0 + out; ++o) *y++ = mha__dot(W + o * in, x, 1, in, 0) + (b ? b[o] : 0.0f);
+        for (o = o0; o < o0 + out; ++o) *y++ = W ? mha__dot(W + o * in, x, 1, in, 0) + (b ? b[o] : 0.0f) : x[o];
 }
 
 #if !MHA_NO_ADDITIVE
@@ -920,21 +938,13 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
     for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
 }
 
-/* mha__ctx's head for mha_attend (the caller's projected rows in place). */
-#define MHA__CORE (-2)
-
 /* Where the keys (which 0) or values (1) of kv head g of batch entry b
-   start, with their row stride in *st: the workspace's projected rows
-   (mha_forward), the caller's projected rows (mha_attend) or the cache's
-   slots (mha_decode). */
+   start, with their row stride in *st: the workspace's projected rows, or
+   the cache's slots (mha_decode). */
 MHA__PRIVATE const float *mha__kv(const mha__ctx *c, size_t b, size_t g, int which, size_t *st) {
     size_t p = which ? c->pv : c->pk;
     *st = p;
     if (c->cache) return (which ? c->cache->v : c->cache->k) + (b * c->kv + g) * c->ms * p;
-    if (c->head == MHA__CORE) {
-        *st = which ? c->dv : c->dk;
-        return (which ? c->values : c->keys) + b * c->m * *st + g * p;
-    }
     return MHA__PART(c, which ? MHA__VP : MHA__KP) + g * c->m * p;
 }
 
@@ -945,41 +955,43 @@ MHA__PRIVATE size_t mha__keys(const mha__ctx *c, size_t b, size_t *e) {
     return *e < c->ms ? *e : c->ms;
 }
 
-/* Query t of batch entry b, head i, with its projection in MHA__QP (the
-   caller's row for mha_attend; for additive scoring A_q^(i) q_i in
-   MHA__AQ): its scores under the rules above, into attn's row or MHA__SC,
-   which it returns (mha__compute then pools them: the two frames are
-   siblings on the stack, not nested). */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
+/* The rules for query t of batch entry b: sc[j] = 0 where key j is
+   visible to it, -inf where it is masked, for each key scored (the cache's
+   slots for mha_decode). sc is attn's row for head i, or MHA__SC; returned. */
+MHA__PRIVATE MHA__NOINLINE float *mha__rules(const mha__ctx *c, size_t b, size_t t, size_t i) {
     const mha_mask *mask = c->mask;
-    size_t m = c->m, row = b * c->n + t, j, kst, e, keys = mha__keys(c, b, &e);
-    size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
-    const float *q = c->head == MHA__CORE ? c->queries + row * c->dq + i * c->pq : MHA__PART(c, MHA__QP) + i * c->pq;
-    const float *k = mha__kv(c, b, i / c->grp, 0, &kst);
-    const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
-    const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
-    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
+    size_t row = b * c->n + t, j, e, keys = mha__keys(c, b, &e);
+    size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, c->m) : (size_t)c->len;
+    const uint8_t *keep = mask && mask->keep ? mask->keep + row * c->m : NULL;
+    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * c->m : MHA__PART(c, MHA__SC);
     for (j = 0; j < keys; ++j) {
-        float s = -(FLT_MAX * 2.0f);
         int seen = c->cache ? !c->keys || mha__sees(mha__slot_pos(j, e, c->ms), e - c->n + t,
                                                     (size_t)c->cache->window)
                             : j < hi && (!keep || keep[j]);
-        if (seen) {
-#if !MHA_NO_ADDITIVE
-            if (MHA__ADDITIVE(c)) {
-                const float *akj = MHA__PART(c, MHA__AK) + (i * m + j) * c->pa;
-                if (c->head == MHA__CORE || c->cache) { /* keys not projected here: A_k^(i) k_j now */
-                    akj = MHA__PART(c, MHA__AK1);
-                    mha__project(c, MHA__PROJ_AK, k + j * kst, 1, i * c->pa, MHA__PART(c, MHA__AK1));
-                }
-                s = mha__additive(c, i, akj);
-            } else
-#endif
-                s = c->scale * mha__dot(q, k + j * kst, 1, c->pk, 0);
-            if (bias) s += bias[j];
-        }
-        sc[j] = s;
+        sc[j] = seen ? 0.0f : -(FLT_MAX * 2.0f);
     }
+    return sc;
+}
+
+/* Query t of batch entry b, head i, with its projection in MHA__QP (for
+   additive scoring A_q^(i) q_i in MHA__AQ, and A_k^(i) k_j in MHA__AK): the
+   score of every visible key into sc (which mha__rules filled), + the bias
+   mask; returns sc (mha__compute then pools it: the frames are siblings on
+   the stack, not nested). */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i, float *sc) {
+    size_t j, kst, e, keys = mha__keys(c, b, &e);
+    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = mha__kv(c, b, i / c->grp, 0, &kst);
+    const float *bias = c->mask && c->mask->bias ? c->mask->bias + (b * c->n + t) * c->m : NULL;
+    for (j = 0; j < keys; ++j)
+        if (sc[j] == 0.0f) {
+#if !MHA_NO_ADDITIVE
+            if (MHA__ADDITIVE(c))
+                sc[j] = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * c->ms + j) * c->pa);
+            else
+#endif
+                sc[j] = c->scale * mha__dot(q, k + j * kst, 1, c->pk, 0);
+            if (bias) sc[j] += bias[j];
+        }
     return sc;
 }
 
@@ -1885,49 +1897,33 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
 }
 #endif /* MHA_FAST */
 
-/* The sizes of a call of mha_forward into *c, with the path to take:
-   mha__setup, then batch, n, m >= 0 (else MHA_ERR_SHAPE). */
-MHA__PRIVATE mha_status mha__call(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
-                                  int32_t m, int fast) {
-    mha_status st = mha__setup(c, shape, w);
-    if (st != MHA_OK) return st;
-    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    c->batch = (size_t)batch;
-    c->n = (size_t)n;
-    c->m = c->mp = c->ms = (size_t)m;
-#if MHA_FAST
-    c->fast = fast;
-#else
-    (void)fast;
-#endif
-    return MHA_OK;
-}
-
 /* Workspace bytes of the call's path, SIZE_MAX on overflow. The fast path
    keeps the reference's overflow verdict too, so both paths answer a call
    alike. */
 #if MHA_FAST
 MHA__PRIVATE size_t mha__bytes(const mha__ctx *c, int from) {
-    size_t bytes = mha__layout(c, from, MHA__ROWS, NULL);
+    size_t bytes = mha__overflows(c, from) ? SIZE_MAX : mha__parts(c, NULL);
     mha__fast f;
     if (!c->fast || bytes == SIZE_MAX) return bytes;
     if (c->cache) return bytes; /* (the fast decode comes later) */
     return mha__fast_layout(&f, c, NULL);
 }
 #else
-#define mha__bytes(c, from) mha__layout(c, from, MHA__ROWS, NULL)
+#define mha__bytes(c, from) (mha__overflows(c, from) ? SIZE_MAX : mha__parts(c, NULL))
 #endif
 
 /* The checks that every computing call shares, after its own (sizes, NULL
-   pointers), in the order of the error table: MHA_ERR_OVERFLOW (any array
-   from row `from` of mha__table, the workspace, a keep mask),
-   MHA_ERR_WORKSPACE, MHA_ERR_MASK (mha_head's valid length, valid_lens).
-   MHA__RUN when the call is to compute, MHA_OK when there is nothing to
-   compute (no query, and no cache to append to). */
+   pointers), in the order of the error table: MHA_ERR_OVERFLOW (bytes is
+   SIZE_MAX: an array or the workspace; a keep mask), MHA_ERR_WORKSPACE,
+   MHA_ERR_MASK (mha_head's valid length, valid_lens). MHA__RUN when the call
+   is to compute, MHA_OK when there is nothing to compute (no query, and no
+   cache to append to). The caller finds bytes (mha__bytes), so that the
+   two frames are siblings on the stack. */
 #define MHA__RUN 1
-MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, int from, size_t workspace_bytes, const void *workspace) {
+MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_t workspace_bytes,
+                                          const void *workspace) {
     const mha_mask *mask = c->mask;
-    size_t bytes = mha__bytes(c, from), t;
+    size_t t;
     if (bytes == SIZE_MAX || (mask && mask->keep && mha__mul(mha__mul(c->batch, c->n), c->m) == SIZE_MAX))
         return MHA_ERR_OVERFLOW; /* keep has 1 byte per element */
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
@@ -1942,10 +1938,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, int from, size_t wo
    after it, the struct itself at the aligned start, copied byte by byte
    through a volatile pointer, so that no compiler turns the copy into a call
    of memcpy (the library calls no libc function). Returns MHA__RUN. */
+#define MHA__KEEP(c, workspace) (mha__parts(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + \
+                                                                   sizeof *(c))), mha__keep(c, workspace))
 MHA__PRIVATE MHA__NOINLINE int mha__keep(const mha__ctx *c, void *workspace) {
     volatile unsigned char *to = (volatile unsigned char *)(void *)mha__align(workspace);
     size_t t;
-    (void)mha__layout(c, MHA__ROWS_ARRAYS, MHA__ROWS, (size_t *)(void *)(to + sizeof *c));
     for (t = 0; t < sizeof *c; ++t) to[t] = ((const unsigned char *)c)[t];
     return MHA__RUN;
 }
@@ -1968,11 +1965,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
                                          const mha_mask *mask, float *out, float *attn, void *workspace,
                                          size_t workspace_bytes, int32_t head, int32_t len MHA__FAST_PARAMS) {
     mha__ctx c;
-#if !MHA_FAST
-    const int fast = 0;
-#endif
-    int st = mha__call(&c, shape, w, batch, n, m, fast);
+    int st = mha__setup(&c, shape, w, batch, n, m);
     if (st != MHA_OK) return st;
+#if MHA_FAST
+    c.fast = fast;
+#endif
     if (head >= (int32_t)c.h) return MHA_ERR_SHAPE;
     if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
@@ -1990,7 +1987,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.user = user;
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
 #endif
-    st = mha__check(&c, 0, workspace_bytes, workspace);
+    st = mha__check(&c, mha__bytes(&c, 0), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
 #if MHA_FAST
     if (fast) {
@@ -1998,7 +1995,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
         return MHA_OK;
     }
 #endif
-    return mha__keep(&c, workspace);
+    return MHA__KEEP(&c, workspace);
 }
 
 /* mha_attend up to the work: its inputs are rows of h p_q, kv p_k, kv p_v
@@ -2008,7 +2005,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
                                               const float *v, const mha_mask *mask, float *heads_out,
                                               float *attn, void *workspace, size_t workspace_bytes) {
     mha__ctx c;
-    int st = mha__call(&c, shape, w, batch, n, m, 0);
+    int st = mha__setup(&c, shape, w, batch, n, m);
     if (st != MHA_OK) return st;
     if (!q || !k || !v || !heads_out || (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
@@ -2024,8 +2021,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     c.values = v;
     c.out = heads_out;
     c.attn = attn;
-    st = mha__check(&c, MHA__ROWS_WEIGHTS - 2, workspace_bytes, workspace);
-    return st == MHA__RUN ? mha__keep(&c, workspace) : st;
+    st = mha__check(&c, mha__bytes(&c, MHA__ROWS_WEIGHTS - 2), workspace_bytes, workspace);
+    return st == MHA__RUN ? MHA__KEEP(&c, workspace) : st;
 }
 
 /* mha_decode (queries given) and mha_cache_append (queries NULL) up to the
@@ -2036,11 +2033,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
                                                size_t workspace_bytes, int decode MHA__FAST_PARAMS) {
     mha__ctx c;
     size_t b;
-#if !MHA_FAST
-    const int fast = 0;
-#endif
-    int st = mha__call(&c, shape, w, batch, decode ? t : 0, keys || values ? t : 0, fast);
+    int st = mha__setup(&c, shape, w, batch, decode ? t : 0, keys || values ? t : 0);
     if (st != MHA_OK) return st;
+#if MHA_FAST
+    c.fast = fast;
+#endif
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->window < 0 || cache->type != 0 ||
         (cache->window && (int64_t)cache->window + t - 1 > cache->capacity))
@@ -2063,54 +2060,38 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     c.user = user;
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
 #endif
-    st = mha__check(&c, 0, workspace_bytes, workspace);
+    st = mha__check(&c, mha__bytes(&c, 0), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
     for (b = 0; b < c.batch; ++b) /* every length first, then the room */
         if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
     for (b = 0; b < c.batch; ++b)
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? INT32_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
-    return mha__keep(&c, workspace);
-}
-
-/* Appends the c->m new keys and values of batch entry b to the cache: the
-   token at position P goes to slot P (P mod capacity with a window) of
-   every kv head, projected. */
-MHA__PRIVATE MHA__NOINLINE void mha__append(const mha__ctx *c, size_t b) {
-    mha_cache *cache = c->cache;
-    size_t j, g, pos, slot;
-    for (j = 0; j < c->m; ++j) {
-        pos = (size_t)cache->length[b] + j;
-        slot = cache->window ? pos % c->ms : pos;
-        for (g = 0; g < c->kv; ++g) {
-            mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk,
-                         cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk);
-            mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv,
-                         cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv);
-        }
-    }
+    return MHA__KEEP(&c, workspace);
 }
 
 /* The reference computation, for a call that an enter function answered
    with MHA__RUN (else its status is returned as it is): per batch entry,
-   1. project the keys and values (into the workspace, or the cache),
+   1. project the keys and values into the workspace (mha_decode: they are
+      in the cache already), for additive scoring also A_k K,
    2. per query and head: project the query, attend, pool,
-   3. output: W_o times the heads' outputs (not for mha_head, mha_attend). */
+   3. output: W_o times the heads' outputs (not for mha_head).
+   mha_attend runs it with identity projections (mha__project). */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) {
     const mha__ctx *c;
-    size_t m, b, t, i, g, h0, h1, keys, e, vst;
+    size_t m, b, t, i, g, h0, h1, keys, e, st;
     const float *v;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
     m = c->m;
     h0 = c->head < 0 ? 0 : (size_t)c->head;
     h1 = c->head < 0 ? c->h : h0 + 1;
-    for (b = 0; b < c->batch; ++b) {
-        /* 1. K [kv][m][p_k] and V of the kv heads that heads [h0, h1) use; for additive also A_k K */
-        if (c->cache && c->keys) mha__append(c, b);
-        for (i = h0; i < h1 && c->mp; ++i) {
+    for (b = 0; b < c->batch && c->n; ++b) {
+        /* 1. K [kv][m][p_k] and V of the kv heads that heads [h0, h1) use; A_k^(i) K [keys][p_a] */
+        keys = mha__keys(c, b, &e);
+        for (i = h0; i < h1; ++i) {
             g = i / c->grp;
-            if (i == h0 || i % c->grp == 0) {
+            if (!c->cache && (i == h0 || i % c->grp == 0)) {
                 mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk,
                              MHA__PART(c, MHA__KP) + g * m * c->pk);
                 mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
@@ -2118,31 +2099,62 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
             }
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
-                mha__project(c, MHA__PROJ_AK, MHA__PART(c, MHA__KP) + g * m * c->pk, m, i * c->pa,
-                             MHA__PART(c, MHA__AK) + i * m * c->pa);
+                mha__project(c, MHA__PROJ_AK, mha__kv(c, b, g, 0, &st), keys, i * c->pa,
+                             MHA__PART(c, MHA__AK) + i * c->ms * c->pa);
 #endif
         }
-        keys = mha__keys(c, b, &e);
         for (t = 0; t < c->n; ++t) {
             size_t row = b * c->n + t; /* the query's row in [batch][n] */
-            int core = c->head == MHA__CORE; /* mha_attend: projected rows in, heads' outputs out */
             for (i = h0; i < h1; ++i) {
                 /* 2. q_i [p_q] (A_q^(i) q_i [p_a]), its scores [keys], h_i [p_v] */
-                const float *q = core ? c->queries + row * c->dq + i * c->pq : MHA__PART(c, MHA__QP) + i * c->pq;
-                float *ho = c->head >= 0 ? c->out : core ? c->out + row * c->po + i * c->pv
-                                                         : MHA__PART(c, MHA__CAT) + i * c->pv;
-                if (!core) mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, (float *)q);
+                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
 #if !MHA_NO_ADDITIVE
-                if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AQ, q, 1, i * c->pa, MHA__PART(c, MHA__AQ));
+                if (MHA__ADDITIVE(c))
+                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
+                                 MHA__PART(c, MHA__AQ));
 #endif
-                v = mha__kv(c, b, i / c->grp, 1, &vst);
-                mha__pool(mha__attend(c, b, t, i), keys, v, vst, c->pv, ho);
+                v = mha__kv(c, b, i / c->grp, 1, &st);
+                mha__pool(mha__attend(c, b, t, i, mha__rules(c, b, t, i)), keys, v, st, c->pv,
+                          c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
             }
             /* 3. out [p_o] = W_o cat + b_o */
-            if (c->head < 0 && !core) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
+            if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
         }
-        if (c->cache && c->keys) c->cache->length[b] += (int32_t)m;
     }
+    return MHA_OK;
+}
+
+/* mha_decode and mha_cache_append after their checks, in two steps around
+   mha__compute (siblings on the stack): the new keys and values into the
+   cache (token at position P: slot P, or P mod capacity with a window;
+   projected for every kv head), and after the computation the lengths. */
+MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
+    const mha__ctx *c = (const mha__ctx *)(void *)mha__align(workspace);
+    size_t b, j, g, slot;
+    mha_cache *cache;
+    if (status != MHA__RUN) return status;
+    cache = c->cache;
+    for (b = 0; b < c->batch; ++b)
+        for (j = 0; j < c->m; ++j) {
+            slot = (size_t)cache->length[b] + j;
+            if (cache->window) slot %= c->ms;
+            for (g = 0; g < c->kv; ++g) {
+                mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk,
+                             cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk);
+                mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv,
+                             cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv);
+            }
+        }
+    return MHA__RUN;
+}
+#define MHA__DECODE_STEPS(st, workspace)                                                                 \
+    ((st) == MHA__RUN ? mha__appended(mha__compute(mha__append(st, workspace), workspace), workspace)      \
+                      : (mha_status)(st))
+MHA__PRIVATE MHA__NOINLINE mha_status mha__appended(mha_status status, void *workspace) {
+    const mha__ctx *c = (const mha__ctx *)(void *)mha__align(workspace);
+    size_t b;
+    if (status != MHA_OK) return status;
+    for (b = 0; b < c->batch; ++b) c->cache->length[b] += (int32_t)c->m;
     return MHA_OK;
 }
 
@@ -2186,8 +2198,8 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     mha__ctx c;
     mha_status st;
     if (!counts) return MHA_ERR_NULL;
-    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK) return st;
-    if (mha__layout(&c, 0, MHA__ROWS_WEIGHTS, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if ((st = mha__setup(&c, shape, &mha__no_weights, 0, 0, 0)) != MHA_OK) return st;
+    if (mha__overflows(&c, 0)) return MHA_ERR_OVERFLOW;
     counts->b_q = c.h * c.pq;
     counts->b_k = c.kv * c.pk;
     counts->b_v = c.kv * c.pv;
@@ -2206,7 +2218,12 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
 MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m, int fast) {
     mha__ctx c;
     size_t bytes;
-    if (mha__call(&c, shape, &mha__no_weights, batch, n, m, fast) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights, batch, n, m) != MHA_OK) return 0;
+#if MHA_FAST
+    c.fast = fast;
+#else
+    (void)fast;
+#endif
     bytes = mha__bytes(&c, 0);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
@@ -2260,7 +2277,7 @@ MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
 #if MHA_FAST
     mha__ctx c;
     size_t per_g, per_i, bytes;
-    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights, 0, 0, 0) != MHA_OK) return 0;
     bytes = mha__packed_bytes(&c, &per_g, &per_i);
     return bytes == SIZE_MAX ? 0 : bytes;
 #else
@@ -2271,7 +2288,7 @@ MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
 
 MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w, void *buffer, size_t bytes) {
     mha__ctx c;
-    mha_status st = mha__setup(&c, shape, w);
+    mha_status st = mha__setup(&c, shape, w, 0, 0, 0);
     if (st != MHA_OK) return st;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o) return MHA_ERR_NULL;
 #if MHA_FAST
@@ -2279,7 +2296,7 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
         size_t per_g, per_i, need = mha__packed_bytes(&c, &per_g, &per_i), i;
         mha__pack_head *hd;
         float *p;
-        if (need == SIZE_MAX || mha__layout(&c, 0, MHA__ROWS_WEIGHTS, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+        if (need == SIZE_MAX || mha__overflows(&c, 0)) return MHA_ERR_OVERFLOW;
         if (!buffer || bytes < need) return MHA_ERR_WORKSPACE;
         p = mha__align(buffer);
         hd = (mha__pack_head *)(void *)p;
@@ -2324,10 +2341,10 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
 
 MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const float *concat, float *out) {
     mha__ctx c;
-    mha_status st = mha__setup(&c, shape, w);
+    mha_status st = mha__setup(&c, shape, w, 0, 0, 0);
     if (st != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    if (mha__layout(&c, 0, MHA__ROWS_WEIGHTS, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (mha__overflows(&c, 0)) return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, 1, 0, out);
     return MHA_OK;
 }
@@ -2335,11 +2352,11 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
                                   float *out) {
     mha__ctx c;
-    mha_status st = mha__call(&c, shape, w, rows, 1, 0, 0);
+    mha_status st = mha__setup(&c, shape, w, rows, 1, 0);
     if (st != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
     c.dq = c.hpv; /* the rows of concat, as "queries"; W_o is row 3 */
-    if (mha__layout(&c, 3, MHA__ROW_ATTN, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (mha__overflows(&c, 3)) return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, c.batch, 0, out);
     return MHA_OK;
 }
@@ -2354,20 +2371,20 @@ MHADEF mha_status mha_attend(const mha_shape *shape, const mha_weights *w, int32
 MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
     mha__ctx c;
     size_t bytes;
-    if (mha__call(&c, shape, &mha__no_weights, batch, n, m, 0) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights, batch, n, m) != MHA_OK) return 0;
     c.dq = mha__mul(c.h, c.pq);
     c.dk = mha__mul(c.kv, c.pk);
     c.dv = mha__mul(c.kv, c.pv);
     c.po = c.hpv;
     c.mp = 0;
-    bytes = mha__layout(&c, MHA__ROWS_WEIGHTS - 2, MHA__ROWS, NULL);
+    bytes = mha__bytes(&c, MHA__ROWS_WEIGHTS - 2);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
     mha__ctx c;
     size_t per;
-    if (mha__call(&c, shape, &mha__no_weights, batch, 0, capacity, 0) != MHA_OK || capacity < 1) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights, batch, 0, capacity) != MHA_OK || capacity < 1) return 0;
     per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), c.pk + c.pv); /* p_k + p_v < 2^32 */
     per = mha__mul(per, sizeof(float));
     return per == SIZE_MAX ? 0 : per;
@@ -2378,7 +2395,12 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
     mha__ctx c;
     mha_cache dummy; /* only its address: the cache arrays count in the sizes */
     size_t bytes;
-    if (mha__call(&c, shape, &mha__no_weights, batch, t, t, fast) != MHA_OK || capacity < 1) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights, batch, t, t) != MHA_OK || capacity < 1) return 0;
+#if MHA_FAST
+    c.fast = fast;
+#else
+    (void)fast;
+#endif
     c.ms = (size_t)capacity;
     c.mp = 0;
     c.cache = &dummy;
@@ -2398,17 +2420,17 @@ MHADEF size_t mha_decode_reference_workspace_size(const mha_shape *shape, int32_
 MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                                    int32_t t, const float *keys, const float *values, void *workspace,
                                    size_t workspace_bytes) {
-    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, NULL, keys, values, NULL, workspace,
-                                         workspace_bytes, 0 MHA__FAST_ARGS(0, NULL, NULL)),
-                        workspace);
+    int st = mha__enter_cache(shape, w, cache, batch, t, NULL, keys, values, NULL, workspace,
+                              workspace_bytes, 0 MHA__FAST_ARGS(0, NULL, NULL));
+    return MHA__DECODE_STEPS(st, workspace);
 }
 
 MHADEF mha_status mha_decode(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                              int32_t t, const float *queries, const float *keys, const float *values, float *out,
                              void *workspace, size_t workspace_bytes) {
-    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
-                                         workspace_bytes, 1 MHA__FAST_ARGS(1, NULL, NULL)),
-                        workspace);
+    int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+                              workspace_bytes, 1 MHA__FAST_ARGS(1, NULL, NULL));
+    return MHA__DECODE_STEPS(st, workspace);
 }
 
 MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
@@ -2416,9 +2438,9 @@ MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights 
                                       const float *values, float *out, void *workspace, size_t workspace_bytes,
                                       mha_parallel_for parallel_for, void *user) {
 #if MHA_FAST
-    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
-                                         workspace_bytes, 1, 1, parallel_for, user),
-                        workspace);
+    int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+                              workspace_bytes, 1, 1, parallel_for, user);
+    return MHA__DECODE_STEPS(st, workspace);
 #else
     (void)parallel_for;
     (void)user;
@@ -2430,9 +2452,9 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
                                        int32_t batch, int32_t t, const float *queries, const float *keys,
                                        const float *values, float *out, void *workspace, size_t workspace_bytes) {
 #if MHA_FAST
-    return mha__compute(mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
-                                         workspace_bytes, 1, 0, NULL, NULL),
-                        workspace);
+    int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+                              workspace_bytes, 1, 0, NULL, NULL);
+    return MHA__DECODE_STEPS(st, workspace);
 #else
     return mha_decode(shape, w, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
 #endif
