@@ -629,13 +629,12 @@ MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZ
                q, k, v, out rows are then d_q = h p_q, d_k = kv p_k,
                d_v = kv p_v, p_o = h p_v floats long (mha__core). */
 typedef struct mha__ctx {
-    size_t one, h, kv, dq, dk, dv, pq, pk, pv, po; /* 1; then heads, kv heads, d_q .. p_o */
-    size_t pa, grp, hpv;              /* pa = 0: dot scoring; grp = h / kv query heads per kv head;
-                                         hpv = h * p_v (used only once the sizes are checked) */
+    float scale;                      /* first: offset 0 in mha__table means a factor of 1 */
+    size_t h, kv, dq, dk, dv, pq, pk, pv, po; /* heads, kv heads, d_q .. p_o */
+    size_t pa, grp;                   /* pa = 0: dot scoring; grp = h / kv query heads per kv head */
     size_t batch, n, m;
     size_t mp, ms;                    /* rows of keys projected into the workspace (m or 0); scores
                                          per query (m, or the cache's capacity) */
-    float scale;
     int32_t head, len;                /* head -1: every head; MHA__CORE: mha_attend; else mha_head's
                                          head and valid length, with batch = n = 1 and out = h_head */
     const mha_weights *w;
@@ -674,12 +673,10 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PART
 #define MHA__ADDITIVE(c) ((c)->pa != 0)
 #endif
 
-/* Checks a shape and batch, n, m >= 0, and fills the sizes of *c (mp = ms
-   = m: the keys projected into the workspace); MHA_OK, MHA_ERR_NULL (shape
-   or w) or MHA_ERR_SHAPE. Every pointer of the call is NULL until the caller
-   sets it. */
-MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n,
-                                   int32_t m) {
+/* Checks a shape and fills the sizes of *c; MHA_OK, MHA_ERR_NULL (shape or
+   w) or MHA_ERR_SHAPE. Every count of the call is 0 (mha__counts sets them)
+   and every pointer of the call NULL until the caller sets it. */
+MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
     size_t k;
     if (!s || !w) return MHA_ERR_NULL;
     for (k = 0; k < MHA__SIZES; ++k) { /* each >= 1; kv_heads 0 means heads */
@@ -689,13 +686,8 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
         *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = (size_t)v;
     }
     if (c->h % c->kv != 0) return MHA_ERR_SHAPE;
-    c->one = 1;
     c->grp = c->h / c->kv;
-    c->hpv = c->h * c->pv;
-    c->batch = (size_t)batch;
-    c->n = (size_t)n;
-    c->m = c->mp = c->ms = (size_t)m;
-    c->pa = 0;
+    c->batch = c->n = c->m = c->mp = c->ms = c->pa = 0;
     c->w = w;
     c->mask = NULL;
     c->attn = NULL;
@@ -704,7 +696,6 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 #if MHA_FAST
     c->fast = 0;
 #endif
-    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
     if (s->score == MHA_SCORE_DOT) {
         if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
         if (s->scale == 0.0f) c->scale = 1.0f / MHA_SQRTF((float)s->p_k);
@@ -719,71 +710,77 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     return MHA_ERR_SHAPE;
 }
 
+/* The counts of a call: batch, n, m >= 0 (else MHA_ERR_SHAPE); the keys are
+   projected into the workspace (mp = m) and scored m at a time (ms = m)
+   unless the caller changes that. */
+MHA__PRIVATE mha_status mha__counts(mha__ctx *c, int32_t batch, int32_t n, int32_t m) {
+    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
+    c->batch = (size_t)batch;
+    c->n = (size_t)n;
+    c->m = c->mp = c->ms = (size_t)m;
+    return MHA_OK;
+}
+
 #define MHA__F(x) ((unsigned char)offsetof(mha__ctx, x))
+/* mha__ctx's head for mha_attend (the caller projected: identity projections). */
+#define MHA__CORE (-2)
 /* The size of mha__ctx at byte offset off (an MHA__F value). */
 #define MHA__SIZE(c, off) (*(const size_t *)(const void *)((const unsigned char *)(c) + (off)))
 #define MHA__ROWS_WEIGHTS 6 /* rows 0-5: the weights; W_q .. W_o are rows 0-3 */
 #define MHA__ROW_ATTN 10    /* rows 10-13 count only where the array is given */
 #define MHA__ROWS_ARRAYS 14 /* rows 0-13: every array of a call; then the workspace parts */
 #define MHA__ROWS (MHA__ROWS_ARRAYS + MHA__PARTS)
-/* The element count of every array of a call as a product of four sizes of
-   mha__ctx: the weights (rows 0-5), queries, keys, values, out, attn, the
-   bias mask and the cache (6-13), then the workspace parts (MHA__KP ..). */
+/* The element count of every array of a call as a product of up to four
+   sizes of mha__ctx (offset 0, where scale lies, stands for a factor of 1):
+   the weights (rows 0-5), queries, keys, values, out, attn, the bias mask
+   and the cache (6-13), then the workspace parts (MHA__KP ..). */
+#define MHA__1 0
 static const unsigned char mha__table[MHA__ROWS][4] = {
-    {MHA__F(h), MHA__F(pq), MHA__F(dq), MHA__F(one)},        /* w_q [h*p_q][d_q] */
-    {MHA__F(kv), MHA__F(pk), MHA__F(dk), MHA__F(one)},       /* w_k */
-    {MHA__F(kv), MHA__F(pv), MHA__F(dv), MHA__F(one)},       /* w_v */
-    {MHA__F(h), MHA__F(pv), MHA__F(po), MHA__F(one)},        /* w_o */
-    {MHA__F(h), MHA__F(pa), MHA__F(pq), MHA__F(one)},        /* a_q */
-    {MHA__F(h), MHA__F(pa), MHA__F(pk), MHA__F(one)},        /* a_k */
-    {MHA__F(batch), MHA__F(n), MHA__F(dq), MHA__F(one)},     /* queries */
-    {MHA__F(batch), MHA__F(m), MHA__F(dk), MHA__F(one)},     /* keys */
-    {MHA__F(batch), MHA__F(m), MHA__F(dv), MHA__F(one)},     /* values */
-    {MHA__F(batch), MHA__F(n), MHA__F(po), MHA__F(one)},     /* out */
-    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(h)},        /* attn [batch][h][n][m] */
-    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(one)},      /* bias [batch][n][m] (keep: mha__enter) */
-    {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pk)},     /* cache k [batch][kv][capacity][p_k] */
-    {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pv)},     /* cache v */
-    {MHA__F(kv), MHA__F(mp), MHA__F(pk), MHA__F(one)},       /* MHA__KP: kp [kv][m][p_k] projected keys */
-    {MHA__F(kv), MHA__F(mp), MHA__F(pv), MHA__F(one)},       /* MHA__VP: vp [kv][m][p_v] projected values */
-    {MHA__F(h), MHA__F(ms), MHA__F(pa), MHA__F(one)},        /* MHA__AK: ak [h][ms][p_a] A_k^(i) k_ij */
-    {MHA__F(h), MHA__F(pq), MHA__F(one), MHA__F(one)},       /* MHA__QP: qp [h*p_q] projected query */
-    {MHA__F(pa), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__AQ: aq [p_a] A_q^(i) q_i */
-    {MHA__F(ms), MHA__F(one), MHA__F(one), MHA__F(one)},     /* MHA__SC: sc [ms] scores */
-    {MHA__F(h), MHA__F(pv), MHA__F(one), MHA__F(one)},       /* MHA__CAT: cat [h*p_v] head outputs */
+    {MHA__F(h), MHA__F(pq), MHA__F(dq), MHA__1},            /* w_q [h*p_q][d_q] */
+    {MHA__F(kv), MHA__F(pk), MHA__F(dk), MHA__1},           /* w_k */
+    {MHA__F(kv), MHA__F(pv), MHA__F(dv), MHA__1},           /* w_v */
+    {MHA__F(h), MHA__F(pv), MHA__F(po), MHA__1},            /* w_o */
+    {MHA__F(h), MHA__F(pa), MHA__F(pq), MHA__1},            /* a_q */
+    {MHA__F(h), MHA__F(pa), MHA__F(pk), MHA__1},            /* a_k */
+    {MHA__F(batch), MHA__F(n), MHA__F(dq), MHA__1},         /* queries */
+    {MHA__F(batch), MHA__F(m), MHA__F(dk), MHA__1},         /* keys */
+    {MHA__F(batch), MHA__F(m), MHA__F(dv), MHA__1},         /* values */
+    {MHA__F(batch), MHA__F(n), MHA__F(po), MHA__1},         /* out */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__F(h)},       /* attn [batch][h][n][m] */
+    {MHA__F(batch), MHA__F(n), MHA__F(m), MHA__1},          /* bias [batch][n][m] (keep: mha__check) */
+    {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pk)},    /* cache k [batch][kv][capacity][p_k] */
+    {MHA__F(batch), MHA__F(kv), MHA__F(ms), MHA__F(pv)},    /* cache v */
+    {MHA__F(kv), MHA__F(mp), MHA__F(pk), MHA__1},           /* MHA__KP: kp [kv][m][p_k] projected keys */
+    {MHA__F(kv), MHA__F(mp), MHA__F(pv), MHA__1},           /* MHA__VP: vp [kv][m][p_v] projected values */
+    {MHA__F(h), MHA__F(ms), MHA__F(pa), MHA__1},            /* MHA__AK: ak [h][ms][p_a] A_k^(i) k_j */
+    {MHA__F(h), MHA__F(pq), MHA__1, MHA__1},                /* MHA__QP: qp [h*p_q] projected query */
+    {MHA__F(pa), MHA__1, MHA__1, MHA__1},                   /* MHA__AQ: aq [p_a] A_q^(i) q_i */
+    {MHA__F(ms), MHA__1, MHA__1, MHA__1},                   /* MHA__SC: sc [ms] scores */
+    {MHA__F(h), MHA__F(pv), MHA__1, MHA__1},                /* MHA__CAT: cat [h*p_v] head outputs */
 };
-
-/* p = the element count of row k of mha__table (SIZE_MAX when it overflows). */
-#define MHA__COUNT(p, c, k)                                                                              \
-    for (p = 1, f = 0; f < 4; ++f) p = mha__mul(p, MHA__SIZE(c, mha__table[k][f]))
-
-/* Nonzero when the byte count of an array of rows from .. MHA__ROWS_ARRAYS-1
-   of mha__table that the call has overflows size_t. */
-MHA__PRIVATE int mha__overflows(const mha__ctx *c, int from) {
-    /* bit k: row MHA__ROW_ATTN + k is not given (attn, bias, cache k, cache v) */
-    unsigned absent = (c->attn ? 0u : 1u) | (c->mask && c->mask->bias ? 0u : 2u) | (c->cache ? 0u : 12u);
-    size_t any = 0, p;
-    int k, f;
-    for (k = from; k < MHA__ROWS_ARRAYS; ++k) {
-        MHA__COUNT(p, c, k);
-        if (k < MHA__ROW_ATTN || !((absent >> (k - MHA__ROW_ATTN)) & 1u)) any |= mha__mul(p, sizeof(float));
-    }
-    return (int)(any & 1u);
-}
 
 /* Byte count of the reference workspace (the parts, the alignment slack and
    the call state), and the parts' offsets in floats into part when given;
-   SIZE_MAX when it overflows size_t. */
-MHA__PRIVATE size_t mha__parts(const mha__ctx *c, size_t *part) {
-    size_t t = 0, p;
+   SIZE_MAX when it or the byte count of any array of the call (rows 0-13 of
+   mha__table, those the call has) overflows size_t. */
+MHA__PRIVATE size_t mha__layout(const mha__ctx *c, size_t *part) {
+    /* bit k: row k is not an array of this call (mha_attend has no W_q .. W_o;
+       attn, the bias mask and the cache are optional) */
+    unsigned absent = (c->head == MHA__CORE ? 0xfu : 0u) | (c->attn ? 0u : 1u << MHA__ROW_ATTN) |
+                      (c->mask && c->mask->bias ? 0u : 2u << MHA__ROW_ATTN) | (c->cache ? 0u : 12u << MHA__ROW_ATTN);
+    size_t t = 0, any = 0, p;
     int k, f;
-    for (k = MHA__ROWS_ARRAYS; k < MHA__ROWS; ++k) {
-        MHA__COUNT(p, c, k);
+    for (k = 0; k < MHA__ROWS_ARRAYS; ++k) {
+        for (p = 1, f = 0; f < 4; ++f) p = mha__table[k][f] != MHA__1 ? mha__mul(p, MHA__SIZE(c, mha__table[k][f])) : p;
+        if (!((absent >> k) & 1u)) any |= mha__mul(p, sizeof(float));
+    }
+    for (; k < MHA__ROWS; ++k) {
+        for (p = 1, f = 0; f < 4; ++f) p = mha__table[k][f] != MHA__1 ? mha__mul(p, MHA__SIZE(c, mha__table[k][f])) : p;
         if (part) part[k - MHA__ROWS_ARRAYS] = t;
         t = mha__add(t, p);
     }
     t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE);
-    return t & 1u ? SIZE_MAX : t;
+    return (t | any) & 1u ? SIZE_MAX : t;
 }
 
 /* The workspace's first MHA_WORKSPACE_ALIGN-byte boundary, as floats. */
@@ -844,9 +841,6 @@ MHA__PRIVATE MHA__NOINLINE float mha__weight(float s, float mx) {
     return s == ninf ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
 }
 
-/* mha__ctx's head for mha_attend (the caller projected: identity projections). */
-#define MHA__CORE (-2)
-
 /* The projections of a call: for each, the offsets of its weight and bias
    (0: none) in mha_weights, and of its input and output sizes in mha__ctx. */
 #define MHA__W(x) ((unsigned char)offsetof(mha_weights, x))
@@ -855,7 +849,7 @@ static const unsigned char mha__proj[6][4] = {
     {MHA__W(w_q), MHA__W(b_q), MHA__F(dq), MHA__F(pq)}, /* q_i = W_q^(i) q + b_q^(i) */
     {MHA__W(w_k), MHA__W(b_k), MHA__F(dk), MHA__F(pk)}, /* k_gj */
     {MHA__W(w_v), MHA__W(b_v), MHA__F(dv), MHA__F(pv)}, /* v_gj */
-    {MHA__W(w_o), MHA__W(b_o), MHA__F(hpv), MHA__F(po)}, /* out = W_o concat + b_o */
+    {MHA__W(w_o), MHA__W(b_o), MHA__F(pv), MHA__F(po)}, /* out = W_o concat + b_o (in: h p_v) */
     {MHA__W(a_q), 0, MHA__F(pq), MHA__F(pa)},           /* A_q^(i) q_i: rows i*p_a.. of a_q */
     {MHA__W(a_k), 0, MHA__F(pk), MHA__F(pa)},           /* A_k^(i) k_gj */
 };
@@ -872,7 +866,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const
                          ? NULL
                          : *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
     const float *b = W && f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
-    size_t in = MHA__SIZE(c, f[2]), out = MHA__SIZE(c, f[3]), r, o;
+    size_t in = MHA__SIZE(c, f[2]) * (which == MHA__PROJ_O ? c->h : 1), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
         for (o = o0; o < o0 + out; ++o) *y++ = W ? mha__dot(W + o * in, x, 1, in, 0) + (b ? b[o] : 0.0f) : x[o];
 }
@@ -906,15 +900,15 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
     return hi;
 }
 
-/* A cache slot's position: with e positions appended so far and cap slots,
-   slot j holds position j while e <= cap, else the latest position p < e
-   with p mod cap == j. A query at position at sees position pos when
-   pos <= at and, with a window w >= 1, pos > at - w (the causal mask of
-   decoding; cross-attention sees every position held). */
+/* Decoding: position P of a sequence lives in cache slot P, or P mod cap
+   with a window (a ring). With e positions appended so far, slot j holds
+   position j while e <= cap, else the latest position p < e with
+   p mod cap == j. A query at position P sees positions <= P, and with a
+   window w >= 1 only those > P - w (cross-attention: every position held).
+   Without a cache, key j is position j (e = m <= cap = m). */
 MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
     return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
 }
-MHA__PRIVATE int mha__sees(size_t pos, size_t at, size_t window) { return pos <= at && (!window || pos + window > at); }
 
 /* Pooling: the scores sc[0..m) become the weights and ho[0..pv) = sum_j
    w_j v_j, with value row j at v + j vst. The max in a pass of its own over
@@ -938,60 +932,56 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
     for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
 }
 
-/* Where the keys (which 0) or values (1) of kv head g of batch entry b
-   start, with their row stride in *st: the workspace's projected rows, or
-   the cache's slots (mha_decode). */
-MHA__PRIVATE const float *mha__kv(const mha__ctx *c, size_t b, size_t g, int which, size_t *st) {
-    size_t p = which ? c->pv : c->pk;
-    *st = p;
-    if (c->cache) return (which ? c->cache->v : c->cache->k) + (b * c->kv + g) * c->ms * p;
-    return MHA__PART(c, which ? MHA__VP : MHA__KP) + g * c->m * p;
-}
-
-/* The keys query rows of batch entry b score: m, or the cache's slots in
-   use, with *e the positions appended (the new tokens included). */
-MHA__PRIVATE size_t mha__keys(const mha__ctx *c, size_t b, size_t *e) {
-    *e = c->cache ? (size_t)c->cache->length[b] + c->m : c->m;
-    return *e < c->ms ? *e : c->ms;
-}
-
-/* The rules for query t of batch entry b: sc[j] = 0 where key j is
-   visible to it, -inf where it is masked, for each key scored (the cache's
-   slots for mha_decode). sc is attn's row for head i, or MHA__SC; returned. */
-MHA__PRIVATE MHA__NOINLINE float *mha__rules(const mha__ctx *c, size_t b, size_t t, size_t i) {
+/* Query t of batch entry b, head i, with its projection in MHA__QP (and for
+   additive scoring A_q^(i) q_i in MHA__AQ): its scores under the rules
+   above, into attn's row or MHA__SC, which it returns (mha__compute then
+   pools them: the two frames are siblings on the stack, not nested). */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
     const mha_mask *mask = c->mask;
-    size_t row = b * c->n + t, j, e, keys = mha__keys(c, b, &e);
-    size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, c->m) : (size_t)c->len;
-    const uint8_t *keep = mask && mask->keep ? mask->keep + row * c->m : NULL;
-    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * c->m : MHA__PART(c, MHA__SC);
-    for (j = 0; j < keys; ++j) {
-        int seen = c->cache ? !c->keys || mha__sees(mha__slot_pos(j, e, c->ms), e - c->n + t,
-                                                    (size_t)c->cache->window)
-                            : j < hi && (!keep || keep[j]);
-        sc[j] = seen ? 0.0f : -(FLT_MAX * 2.0f);
+    size_t m = c->m, row = b * c->n + t, j;
+    size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
+    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
+    const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
+    const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
+    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
+    for (j = 0; j < m; ++j) {
+        float s = -(FLT_MAX * 2.0f);
+        if (j < hi && (!keep || keep[j])) {
+#if !MHA_NO_ADDITIVE
+            if (MHA__ADDITIVE(c))
+                s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * m + j) * c->pa);
+            else
+#endif
+                s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
+            if (bias) s += bias[j];
+        }
+        sc[j] = s;
     }
     return sc;
 }
 
-/* Query t of batch entry b, head i, with its projection in MHA__QP (for
-   additive scoring A_q^(i) q_i in MHA__AQ, and A_k^(i) k_j in MHA__AK): the
-   score of every visible key into sc (which mha__rules filled), + the bias
-   mask; returns sc (mha__compute then pools it: the frames are siblings on
-   the stack, not nested). */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i, float *sc) {
-    size_t j, kst, e, keys = mha__keys(c, b, &e);
-    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = mha__kv(c, b, i / c->grp, 0, &kst);
-    const float *bias = c->mask && c->mask->bias ? c->mask->bias + (b * c->n + t) * c->m : NULL;
-    for (j = 0; j < keys; ++j)
-        if (sc[j] == 0.0f) {
+/* mha_decode's attend: the scores of new query t of batch entry b, head i,
+   against the cache's slots (kv head i / grp), into MHA__SC, under the
+   decoding rule above; e is the positions appended (the new ones included),
+   slots the slots in use. */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
+                                                    size_t slots) {
+    const size_t at = e - c->n + t, w = (size_t)c->cache->window, g = i / c->grp;
+    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
+    float *sc = MHA__PART(c, MHA__SC);
+    size_t j, pos;
+    for (j = 0; j < slots; ++j) {
+        pos = mha__slot_pos(j, e, c->ms);
+        sc[j] = -(FLT_MAX * 2.0f);
+        if (!c->keys || (pos <= at && (!w || pos + w > at))) { /* cross-attention: every position */
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
                 sc[j] = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * c->ms + j) * c->pa);
             else
 #endif
-                sc[j] = c->scale * mha__dot(q, k + j * kst, 1, c->pk, 0);
-            if (bias) sc[j] += bias[j];
+                sc[j] = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
         }
+    }
     return sc;
 }
 
@@ -1901,15 +1891,15 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
    keeps the reference's overflow verdict too, so both paths answer a call
    alike. */
 #if MHA_FAST
-MHA__PRIVATE size_t mha__bytes(const mha__ctx *c, int from) {
-    size_t bytes = mha__overflows(c, from) ? SIZE_MAX : mha__parts(c, NULL);
+MHA__PRIVATE size_t mha__bytes(const mha__ctx *c) {
+    size_t bytes = mha__layout(c, NULL);
     mha__fast f;
     if (!c->fast || bytes == SIZE_MAX) return bytes;
     if (c->cache) return bytes; /* (the fast decode comes later) */
     return mha__fast_layout(&f, c, NULL);
 }
 #else
-#define mha__bytes(c, from) (mha__overflows(c, from) ? SIZE_MAX : mha__parts(c, NULL))
+#define mha__bytes(c) mha__layout(c, NULL)
 #endif
 
 /* The checks that every computing call shares, after its own (sizes, NULL
@@ -1938,8 +1928,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
    after it, the struct itself at the aligned start, copied byte by byte
    through a volatile pointer, so that no compiler turns the copy into a call
    of memcpy (the library calls no libc function). Returns MHA__RUN. */
-#define MHA__KEEP(c, workspace) (mha__parts(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + \
-                                                                   sizeof *(c))), mha__keep(c, workspace))
+#define MHA__KEEP(c, workspace) (mha__layout(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + \
+                                                                    sizeof *(c))), mha__keep(c, workspace))
 MHA__PRIVATE MHA__NOINLINE int mha__keep(const mha__ctx *c, void *workspace) {
     volatile unsigned char *to = (volatile unsigned char *)(void *)mha__align(workspace);
     size_t t;
@@ -1965,8 +1955,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
                                          const mha_mask *mask, float *out, float *attn, void *workspace,
                                          size_t workspace_bytes, int32_t head, int32_t len MHA__FAST_PARAMS) {
     mha__ctx c;
-    int st = mha__setup(&c, shape, w, batch, n, m);
-    if (st != MHA_OK) return st;
+    int st = mha__setup(&c, shape, w);
+    if (st != MHA_OK || (st = mha__counts(&c, batch, n, m)) != MHA_OK) return st;
 #if MHA_FAST
     c.fast = fast;
 #endif
@@ -1987,7 +1977,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.user = user;
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
 #endif
-    st = mha__check(&c, mha__bytes(&c, 0), workspace_bytes, workspace);
+    st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
 #if MHA_FAST
     if (fast) {
@@ -2005,14 +1995,14 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
                                               const float *v, const mha_mask *mask, float *heads_out,
                                               float *attn, void *workspace, size_t workspace_bytes) {
     mha__ctx c;
-    int st = mha__setup(&c, shape, w, batch, n, m);
-    if (st != MHA_OK) return st;
+    int st = mha__setup(&c, shape, w);
+    if (st != MHA_OK || (st = mha__counts(&c, batch, n, m)) != MHA_OK) return st;
     if (!q || !k || !v || !heads_out || (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
     c.dq = mha__mul(c.h, c.pq);
     c.dk = mha__mul(c.kv, c.pk);
     c.dv = mha__mul(c.kv, c.pv);
-    c.po = c.hpv;
+    c.po = mha__mul(c.h, c.pv);
     c.mp = 0;
     c.head = MHA__CORE;
     c.mask = mask;
@@ -2021,7 +2011,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     c.values = v;
     c.out = heads_out;
     c.attn = attn;
-    st = mha__check(&c, mha__bytes(&c, MHA__ROWS_WEIGHTS - 2), workspace_bytes, workspace);
+    st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     return st == MHA__RUN ? MHA__KEEP(&c, workspace) : st;
 }
 
@@ -2033,8 +2023,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
                                                size_t workspace_bytes, int decode MHA__FAST_PARAMS) {
     mha__ctx c;
     size_t b;
-    int st = mha__setup(&c, shape, w, batch, decode ? t : 0, keys || values ? t : 0);
-    if (st != MHA_OK) return st;
+    int st = mha__setup(&c, shape, w);
+    if (st != MHA_OK || (st = mha__counts(&c, batch, decode ? t : 0, keys || values ? t : 0)) != MHA_OK) return st;
 #if MHA_FAST
     c.fast = fast;
 #endif
@@ -2060,7 +2050,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     c.user = user;
     if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
 #endif
-    st = mha__check(&c, mha__bytes(&c, 0), workspace_bytes, workspace);
+    st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
     for (b = 0; b < c.batch; ++b) /* every length first, then the room */
         if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
@@ -2072,26 +2062,24 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
 
 /* The reference computation, for a call that an enter function answered
    with MHA__RUN (else its status is returned as it is): per batch entry,
-   1. project the keys and values into the workspace (mha_decode: they are
-      in the cache already), for additive scoring also A_k K,
+   1. project the keys and values into the workspace (for additive scoring
+      also A_k K),
    2. per query and head: project the query, attend, pool,
    3. output: W_o times the heads' outputs (not for mha_head).
    mha_attend runs it with identity projections (mha__project). */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) {
     const mha__ctx *c;
-    size_t m, b, t, i, g, h0, h1, keys, e, st;
-    const float *v;
+    size_t m, b, t, i, g, h0, h1;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
     m = c->m;
     h0 = c->head < 0 ? 0 : (size_t)c->head;
     h1 = c->head < 0 ? c->h : h0 + 1;
-    for (b = 0; b < c->batch && c->n; ++b) {
-        /* 1. K [kv][m][p_k] and V of the kv heads that heads [h0, h1) use; A_k^(i) K [keys][p_a] */
-        keys = mha__keys(c, b, &e);
+    for (b = 0; b < c->batch; ++b) {
+        /* 1. K [kv][m][p_k] and V of the kv heads that heads [h0, h1) use; A_k^(i) K [m][p_a] */
         for (i = h0; i < h1; ++i) {
             g = i / c->grp;
-            if (!c->cache && (i == h0 || i % c->grp == 0)) {
+            if (i == h0 || i % c->grp == 0) {
                 mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk,
                              MHA__PART(c, MHA__KP) + g * m * c->pk);
                 mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
@@ -2099,26 +2087,61 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
             }
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
-                mha__project(c, MHA__PROJ_AK, mha__kv(c, b, g, 0, &st), keys, i * c->pa,
-                             MHA__PART(c, MHA__AK) + i * c->ms * c->pa);
+                mha__project(c, MHA__PROJ_AK, MHA__PART(c, MHA__KP) + g * m * c->pk, m, i * c->pa,
+                             MHA__PART(c, MHA__AK) + i * m * c->pa);
 #endif
         }
         for (t = 0; t < c->n; ++t) {
             size_t row = b * c->n + t; /* the query's row in [batch][n] */
             for (i = h0; i < h1; ++i) {
-                /* 2. q_i [p_q] (A_q^(i) q_i [p_a]), its scores [keys], h_i [p_v] */
+                /* 2. q_i [p_q] (A_q^(i) q_i [p_a]), its scores [m], h_i [p_v] */
                 mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
 #if !MHA_NO_ADDITIVE
                 if (MHA__ADDITIVE(c))
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
 #endif
-                v = mha__kv(c, b, i / c->grp, 1, &st);
-                mha__pool(mha__attend(c, b, t, i, mha__rules(c, b, t, i)), keys, v, st, c->pv,
+                mha__pool(mha__attend(c, b, t, i), m, MHA__PART(c, MHA__VP) + i / c->grp * m * c->pv, c->pv, c->pv,
                           c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
             }
             /* 3. out [p_o] = W_o cat + b_o */
             if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
+        }
+    }
+    return MHA_OK;
+}
+
+/* mha_decode's computation, the stages of mha__compute over the cache: per
+   batch entry, (1) A_k K of the slots in use for additive scoring, then per
+   new query (2) per head: project, attend (mha__attend_cache), pool over the
+   cache's values, and (3) W_o. */
+MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *workspace) {
+    const mha__ctx *c;
+    size_t b, t, i, e, slots, row;
+    if (status != MHA__RUN) return (mha_status)status;
+    c = (const mha__ctx *)(void *)mha__align(workspace);
+    for (b = 0; b < c->batch && c->n; ++b) {
+        e = (size_t)c->cache->length[b] + c->m;
+        slots = e < c->ms ? e : c->ms;
+#if !MHA_NO_ADDITIVE
+        for (i = 0; i < c->h && MHA__ADDITIVE(c); ++i) /* 1. A_k^(i) K [slots][p_a] */
+            mha__project(c, MHA__PROJ_AK, c->cache->k + (b * c->kv + i / c->grp) * c->ms * c->pk, slots,
+                         i * c->pa, MHA__PART(c, MHA__AK) + i * c->ms * c->pa);
+#endif
+        for (t = 0; t < c->n; ++t) {
+            row = b * c->n + t;
+            for (i = 0; i < c->h; ++i) { /* 2. */
+                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
+#if !MHA_NO_ADDITIVE
+                if (MHA__ADDITIVE(c))
+                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
+                                 MHA__PART(c, MHA__AQ));
+#endif
+                mha__pool(mha__attend_cache(c, b, t, i, e, slots), slots,
+                          c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
+                          MHA__PART(c, MHA__CAT) + i * c->pv);
+            }
+            mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }
     }
     return MHA_OK;
@@ -2148,7 +2171,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
     return MHA__RUN;
 }
 #define MHA__DECODE_STEPS(st, workspace)                                                                 \
-    ((st) == MHA__RUN ? mha__appended(mha__compute(mha__append(st, workspace), workspace), workspace)      \
+    ((st) == MHA__RUN ? mha__appended(mha__compute_cache(mha__append(st, workspace), workspace), workspace) \
                       : (mha_status)(st))
 MHA__PRIVATE MHA__NOINLINE mha_status mha__appended(mha_status status, void *workspace) {
     const mha__ctx *c = (const mha__ctx *)(void *)mha__align(workspace);
@@ -2198,8 +2221,8 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     mha__ctx c;
     mha_status st;
     if (!counts) return MHA_ERR_NULL;
-    if ((st = mha__setup(&c, shape, &mha__no_weights, 0, 0, 0)) != MHA_OK) return st;
-    if (mha__overflows(&c, 0)) return MHA_ERR_OVERFLOW;
+    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK) return st;
+    if (mha__layout(&c, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     counts->b_q = c.h * c.pq;
     counts->b_k = c.kv * c.pk;
     counts->b_v = c.kv * c.pv;
@@ -2218,13 +2241,13 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
 MHA__PRIVATE size_t mha__workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m, int fast) {
     mha__ctx c;
     size_t bytes;
-    if (mha__setup(&c, shape, &mha__no_weights, batch, n, m) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, n, m) != MHA_OK) return 0;
 #if MHA_FAST
     c.fast = fast;
 #else
     (void)fast;
 #endif
-    bytes = mha__bytes(&c, 0);
+    bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
@@ -2277,7 +2300,7 @@ MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
 #if MHA_FAST
     mha__ctx c;
     size_t per_g, per_i, bytes;
-    if (mha__setup(&c, shape, &mha__no_weights, 0, 0, 0) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK) return 0;
     bytes = mha__packed_bytes(&c, &per_g, &per_i);
     return bytes == SIZE_MAX ? 0 : bytes;
 #else
@@ -2288,7 +2311,7 @@ MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
 
 MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w, void *buffer, size_t bytes) {
     mha__ctx c;
-    mha_status st = mha__setup(&c, shape, w, 0, 0, 0);
+    mha_status st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o) return MHA_ERR_NULL;
 #if MHA_FAST
@@ -2296,7 +2319,7 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
         size_t per_g, per_i, need = mha__packed_bytes(&c, &per_g, &per_i), i;
         mha__pack_head *hd;
         float *p;
-        if (need == SIZE_MAX || mha__overflows(&c, 0)) return MHA_ERR_OVERFLOW;
+        if (need == SIZE_MAX || mha__layout(&c, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
         if (!buffer || bytes < need) return MHA_ERR_WORKSPACE;
         p = mha__align(buffer);
         hd = (mha__pack_head *)(void *)p;
@@ -2341,10 +2364,10 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
 
 MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const float *concat, float *out) {
     mha__ctx c;
-    mha_status st = mha__setup(&c, shape, w, 0, 0, 0);
+    mha_status st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    if (mha__overflows(&c, 0)) return MHA_ERR_OVERFLOW;
+    if (mha__layout(&c, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, 1, 0, out);
     return MHA_OK;
 }
@@ -2352,11 +2375,12 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
                                   float *out) {
     mha__ctx c;
-    mha_status st = mha__setup(&c, shape, w, rows, 1, 0);
-    if (st != MHA_OK) return st;
+    mha_status st = mha__setup(&c, shape, w);
+    if (st != MHA_OK || (st = mha__counts(&c, rows, 1, 0)) != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    c.dq = c.hpv; /* the rows of concat, as "queries"; W_o is row 3 */
-    if (mha__overflows(&c, 3)) return MHA_ERR_OVERFLOW;
+    if (mha__layout(&c, NULL) == SIZE_MAX || mha__mul(mha__mul(c.batch, mha__mul(c.h, c.pv)), sizeof(float)) == SIZE_MAX ||
+        mha__mul(mha__mul(c.batch, c.po), sizeof(float)) == SIZE_MAX)
+        return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, c.batch, 0, out);
     return MHA_OK;
 }
@@ -2371,20 +2395,20 @@ MHADEF mha_status mha_attend(const mha_shape *shape, const mha_weights *w, int32
 MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
     mha__ctx c;
     size_t bytes;
-    if (mha__setup(&c, shape, &mha__no_weights, batch, n, m) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, n, m) != MHA_OK) return 0;
     c.dq = mha__mul(c.h, c.pq);
     c.dk = mha__mul(c.kv, c.pk);
     c.dv = mha__mul(c.kv, c.pv);
-    c.po = c.hpv;
+    c.po = mha__mul(c.h, c.pv);
     c.mp = 0;
-    bytes = mha__bytes(&c, MHA__ROWS_WEIGHTS - 2);
+    bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
     mha__ctx c;
     size_t per;
-    if (mha__setup(&c, shape, &mha__no_weights, batch, 0, capacity) != MHA_OK || capacity < 1) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK || capacity < 1) return 0;
     per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), c.pk + c.pv); /* p_k + p_v < 2^32 */
     per = mha__mul(per, sizeof(float));
     return per == SIZE_MAX ? 0 : per;
@@ -2395,7 +2419,7 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
     mha__ctx c;
     mha_cache dummy; /* only its address: the cache arrays count in the sizes */
     size_t bytes;
-    if (mha__setup(&c, shape, &mha__no_weights, batch, t, t) != MHA_OK || capacity < 1) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, t, t) != MHA_OK || capacity < 1) return 0;
 #if MHA_FAST
     c.fast = fast;
 #else
@@ -2404,7 +2428,7 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
     c.ms = (size_t)capacity;
     c.mp = 0;
     c.cache = &dummy;
-    bytes = mha__bytes(&c, 0);
+    bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
