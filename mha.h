@@ -199,7 +199,7 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
      MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
 /* the reference path keeps its call state there, not on the stack */
-#define MHA_WORKSPACE_STATE (40 * sizeof(void *))
+#define MHA_WORKSPACE_STATE (48 * sizeof(void *))
 
 /* Fills *counts with the element count of every weight array.
    Returns MHA_ERR_NULL, MHA_ERR_SHAPE, MHA_ERR_OVERFLOW or MHA_OK. */
@@ -617,7 +617,7 @@ MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZ
    values come from. The sizes come first, h .. po in mha_shape's order
    (mha__setup fills them in one loop; mha__count reads sizes by their
    offsets). On the reference path the whole struct is copied to the
-   workspace's start before the work begins (see mha__keep), so that no call
+   workspace's start before the work begins (see mha__layout), so that no call
    keeps it on the stack; the parts' offsets follow it, and the parts start
    MHA_WORKSPACE_STATE bytes in.
    The stages of a call: project (W_q, W_k, W_v), attend (scores, rules,
@@ -650,14 +650,15 @@ typedef struct mha__ctx {
 } mha__ctx;
 
 /* The nine sizes heads .. p_o lie in the same order in mha_shape (int32_t)
-   and in mha__ctx (size_t), and the call state (with the parts' offsets)
-   fits in MHA_WORKSPACE_STATE. */
+   and in mha__ctx (size_t), and the call state (with the 7 parts' offsets,
+   and mha_attend's weights at its end) fits in MHA_WORKSPACE_STATE. */
 #define MHA__SIZES 9
 typedef char mha__layout_holds[offsetof(mha_shape, heads) == 0 &&
                                        offsetof(mha_shape, p_o) == (MHA__SIZES - 1) * sizeof(int32_t) &&
                                        offsetof(mha__ctx, po) - offsetof(mha__ctx, h) ==
                                            (MHA__SIZES - 1) * sizeof(size_t) &&
-                                       sizeof(mha__ctx) + 8 * sizeof(size_t) <= MHA_WORKSPACE_STATE
+                                       sizeof(mha__ctx) + 7 * sizeof(size_t) + sizeof(mha_weights) <=
+                                           MHA_WORKSPACE_STATE
                                    ? 1
                                    : -1];
 
@@ -759,26 +760,38 @@ static const unsigned char mha__table[MHA__ROWS][4] = {
     {MHA__F(h), MHA__F(pv), MHA__1, MHA__1},                /* MHA__CAT: cat [h*p_v] head outputs */
 };
 
+/* The element count of row k of mha__table (SIZE_MAX when it overflows). */
+MHA__PRIVATE MHA__NOINLINE size_t mha__count(const mha__ctx *c, int k) {
+    size_t p = 1;
+    int f;
+    for (f = 0; f < 4; ++f)
+        if (mha__table[k][f] != MHA__1) p = mha__mul(p, MHA__SIZE(c, mha__table[k][f]));
+    return p;
+}
+
 /* Byte count of the reference workspace (the parts, the alignment slack and
-   the call state), and the parts' offsets in floats into part when given;
-   SIZE_MAX when it or the byte count of any array of the call (rows 0-13 of
-   mha__table, those the call has) overflows size_t. */
+   the call state); SIZE_MAX when it or the byte count of any array of the
+   call (rows 0-13 of mha__table, those the call has) overflows size_t.
+   With part given (the workspace's aligned start + sizeof *c, once every
+   check has passed), it also keeps the call state there for mha__compute:
+   the parts' offsets in floats at part, and *c just before them, copied
+   byte by byte through a volatile pointer, so that no compiler turns the
+   copy into a call of memcpy (the library calls no libc function). */
 MHA__PRIVATE size_t mha__layout(const mha__ctx *c, size_t *part) {
     /* bit k: row k is not an array of this call (mha_attend has no W_q .. W_o;
        attn, the bias mask and the cache are optional) */
     unsigned absent = (c->head == MHA__CORE ? 0xfu : 0u) | (c->attn ? 0u : 1u << MHA__ROW_ATTN) |
                       (c->mask && c->mask->bias ? 0u : 2u << MHA__ROW_ATTN) | (c->cache ? 0u : 12u << MHA__ROW_ATTN);
-    size_t t = 0, any = 0, p;
-    int k, f;
-    for (k = 0; k < MHA__ROWS_ARRAYS; ++k) {
-        for (p = 1, f = 0; f < 4; ++f) p = mha__table[k][f] != MHA__1 ? mha__mul(p, MHA__SIZE(c, mha__table[k][f])) : p;
-        if (!((absent >> k) & 1u)) any |= mha__mul(p, sizeof(float));
-    }
+    size_t t = 0, any = 0;
+    int k;
+    for (k = 0; k < MHA__ROWS_ARRAYS; ++k)
+        if (!((absent >> k) & 1u)) any |= mha__mul(mha__count(c, k), sizeof(float));
     for (; k < MHA__ROWS; ++k) {
-        for (p = 1, f = 0; f < 4; ++f) p = mha__table[k][f] != MHA__1 ? mha__mul(p, MHA__SIZE(c, mha__table[k][f])) : p;
         if (part) part[k - MHA__ROWS_ARRAYS] = t;
-        t = mha__add(t, p);
+        t = mha__add(t, mha__count(c, k));
     }
+    for (k = 0; part && k < (int)sizeof *c; ++k)
+        ((volatile unsigned char *)(void *)part - sizeof *c)[k] = ((const unsigned char *)c)[k];
     t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE);
     return (t | any) & 1u ? SIZE_MAX : t;
 }
@@ -857,15 +870,13 @@ static const unsigned char mha__proj[6][4] = {
 /* y[r][o] = sum_i W[o0+o][i] x[r][i] + b[o0+o] for o < out, r < rows, with
    W, b, in and out those of projection `which` (mha__proj): x is
    [rows][in], y is [rows][out]. Each dot product in blocks (mha__dot), the
-   bias added at the end. For mha_attend (MHA__CORE) W_q, W_k, W_v and W_o
-   are the identity (the caller projected): y[r][o] = x[r][o0+o]. */
+   bias added at the end. A NULL W is the identity, y[r][o] = x[r][o0+o]
+   (mha_attend: the caller projected). */
 MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const float *x, size_t rows, size_t o0,
                                              float *y) {
     const unsigned char *f = mha__proj[which];
-    const float *W = c->head == MHA__CORE && which <= MHA__PROJ_O
-                         ? NULL
-                         : *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
-    const float *b = W && f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
+    const float *W = *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
+    const float *b = f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
     size_t in = MHA__SIZE(c, f[2]) * (which == MHA__PROJ_O ? c->h : 1), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
         for (o = o0; o < o0 + out; ++o) *y++ = W ? mha__dot(W + o * in, x, 1, in, 0) + (b ? b[o] : 0.0f) : x[o];
@@ -1924,24 +1935,15 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
     return c->n == 0 && !c->cache ? MHA_OK : MHA__RUN;
 }
 
-/* The call state into the workspace for mha__compute: the parts' offsets
-   after it, the struct itself at the aligned start, copied byte by byte
-   through a volatile pointer, so that no compiler turns the copy into a call
-   of memcpy (the library calls no libc function). Returns MHA__RUN. */
-#define MHA__KEEP(c, workspace) (mha__layout(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + \
-                                                                    sizeof *(c))), mha__keep(c, workspace))
-MHA__PRIVATE MHA__NOINLINE int mha__keep(const mha__ctx *c, void *workspace) {
-    volatile unsigned char *to = (volatile unsigned char *)(void *)mha__align(workspace);
-    size_t t;
-    for (t = 0; t < sizeof *c; ++t) to[t] = ((const unsigned char *)c)[t];
-    return MHA__RUN;
-}
+/* The call state into the workspace for mha__compute (see mha__layout);
+   returns MHA__RUN. */
+#define MHA__KEEP(c, workspace) (mha__layout(c, (size_t *)(void *)(mha__align(workspace) + sizeof *(c) / 4)), MHA__RUN)
 
 /* mha_forward, its variants and mha_head up to the work: the sizes, then the
    checks in the order of the error table. head is -1 for mha_forward, else
    mha_head's head (INT32_MAX for a negative one) with its valid length len.
    The fast path runs here. For the reference path the call state goes to the
-   workspace (mha__keep) and MHA__RUN is returned: mha__compute then works
+   workspace (MHA__KEEP) and MHA__RUN is returned: mha__compute then works
    from there, with no state left on the caller's stack. */
 #if MHA_FAST
 #define MHA__FAST_PARAMS , int fast, mha_parallel_for pfor, void *user
@@ -1956,11 +1958,14 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
                                          size_t workspace_bytes, int32_t head, int32_t len MHA__FAST_PARAMS) {
     mha__ctx c;
     int st = mha__setup(&c, shape, w);
-    if (st != MHA_OK || (st = mha__counts(&c, batch, n, m)) != MHA_OK) return st;
+    if (st != MHA_OK) return st;
+    if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
+    c.batch = (size_t)batch;
+    c.n = (size_t)n;
+    c.m = c.mp = c.ms = (size_t)m;
 #if MHA_FAST
     c.fast = fast;
 #endif
-    if (head >= (int32_t)c.h) return MHA_ERR_SHAPE;
     if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
@@ -2012,7 +2017,17 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     c.out = heads_out;
     c.attn = attn;
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
-    return st == MHA__RUN ? MHA__KEEP(&c, workspace) : st;
+    if (st == MHA__RUN) { /* the weights it reads: identity projections (NULL), the additive ones */
+        mha_weights *iw = (mha_weights *)(void *)((unsigned char *)mha__align(workspace) + MHA_WORKSPACE_STATE) - 1;
+        iw->w_q = iw->b_q = iw->w_k = iw->b_k = iw->w_v = iw->b_v = iw->w_o = iw->b_o = NULL;
+        iw->a_q = w->a_q;
+        iw->a_k = w->a_k;
+        iw->a_v = w->a_v;
+        iw->packed = NULL;
+        c.w = iw;
+        st = MHA__KEEP(&c, workspace);
+    }
+    return st;
 }
 
 /* mha_decode (queries given) and mha_cache_append (queries NULL) up to the
