@@ -42,26 +42,30 @@ CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # the suite's programs, as tests/run.sh runs them
 PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
-           $(BUILD)/test_mathf
+           $(BUILD)/test_mathf $(BUILD)/test_decode
 # The fast path (MHA_FAST 1): test_fast against the reference, once per vector
 # unit, and the whole suite once more on the fast path. The SIMD builds run
 # only where the CPU has the instructions (tests/if_cpu.sh).
 ifeq ($(shell uname -m),x86_64)
 FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512
 FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
-           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast"
+           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast" "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_decode_fast" \
+           "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_decode_avx512"
+DECODESIMD = $(BUILD)/test_decode_avx512
 FASTMHA  = -mavx2 -mfma
 IFSIMD   = sh tests/if_cpu.sh avx2,fma
 VGFAST   = "sh tests/if_cpu.sh avx2,fma valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast_avx2 240 4001"
 else
 FASTSIMD =
-FASTRUN  = $(BUILD)/test_mha_fast
+FASTRUN  = $(BUILD)/test_mha_fast $(BUILD)/test_decode_fast
+DECODESIMD =
 FASTMHA  =
 IFSIMD   =
 VGFAST   =
 endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
-PROGRAMS += $(BUILD)/test_fast $(FASTRUN)
+PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(FASTRUN)
+DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
@@ -70,7 +74,8 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/
         callgrind install uninstall install-test export-test clean mathf-sweep accuracy
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
-     $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(CONTRACT) $(EXBINS)
+     $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(BUILD)/test_decode $(BUILD)/test_decode_portable \
+     $(BUILD)/test_decode_fast $(DECODESIMD) $(CONTRACT) $(EXBINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -105,6 +110,23 @@ $(BUILD)/test_fast_avx512: $(FASTDEP) | $(BUILD)
 $(BUILD)/test_mha_fast: $(SUITEDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(SUITE) -o $@ \
 	    $(LDLIBS)
+
+# Decoding and mha_attend against mha_forward_reference: the reference build, the
+# fast path's portable code, and the fast path for the machine's vector unit.
+$(BUILD)/test_decode: $(DECODE) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(DECODE) -o $@ $(LDLIBS)
+
+$(BUILD)/test_decode_portable: $(DECODE) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 -Itests $(DECODE) \
+	    -o $@ $(LDLIBS)
+
+$(BUILD)/test_decode_fast: $(DECODE) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(DECODE) -o $@ \
+	    $(LDLIBS)
+
+$(BUILD)/test_decode_avx512: $(DECODE) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma -Itests $(DECODE) \
+	    -o $@ $(LDLIBS)
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)

@@ -2008,7 +2008,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     c.dk = mha__mul(c.kv, c.pk);
     c.dv = mha__mul(c.kv, c.pv);
     c.po = mha__mul(c.h, c.pv);
-    c.mp = 0;
     c.head = MHA__CORE;
     c.mask = mask;
     c.queries = q;
@@ -2045,7 +2044,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
 #endif
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->window < 0 || cache->type != 0 ||
-        (cache->window && (int64_t)cache->window + t - 1 > cache->capacity))
+        (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
         return MHA_ERR_SHAPE;
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v)) ||
@@ -2415,7 +2414,7 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
     c.dk = mha__mul(c.kv, c.pk);
     c.dv = mha__mul(c.kv, c.pv);
     c.po = mha__mul(c.h, c.pv);
-    c.mp = 0;
+    c.head = MHA__CORE;
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }

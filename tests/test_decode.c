@@ -1,0 +1,497 @@
+/* The KV cache and the attention core on projected inputs (mha_decode,
+   mha_cache_append, mha_attend), against mha_forward, which the PyTorch
+   vectors pin down:
+     - decode equals forward: random shapes (every size its own, GQA, dot and
+       additive, batch > 1 with different lengths), decoded token by token
+       and in chunks of 3 and 17, equal one causal mha_forward per sequence;
+     - ring equals window: after 3 x capacity tokens, a ring-buffer cache
+       with a window equals mha_forward with the banded keep mask, windows 1,
+       2, 7 and the capacity;
+     - cross-attention: a cache filled by mha_cache_append (in two chunks),
+       decoded with keys = values = NULL, equals mha_forward against the
+       encoder's keys and values;
+     - mha_attend on projections done here equals mha_forward (out and attn);
+     - every status of the new functions, the order of the checks, nothing
+       written on an error (cache and lengths included), any alignment.
+   The oracle is mha_forward_reference (the plain loops that the PyTorch
+   vectors pin down), also in the fast build, where mha_decode and
+   mha_forward take the fast path. Tolerance: 1e-5 (1 + max |ref|), the
+   suite's. */
+#include "test_util.h"
+
+#define TOL 1e-5f
+
+typedef struct seq {         /* one sequence's tokens and its forward result */
+    int32_t len;             /* tokens */
+    float *q, *k, *v, *want; /* [len][d_q], [len][d_k], [len][d_v], [len][p_o] */
+} seq;
+
+static float worst_ratio; /* error / allowed, the worst seen */
+
+static int close_to(const float *got, const float *want, size_t count) {
+    float allow = TOL * (1.0f + tu_max_abs(want, count)), err = tu_max_diff(got, want, count);
+    if (err / allow > worst_ratio) worst_ratio = err / allow;
+    return err <= allow;
+}
+
+static mha_shape random_shape(int additive) {
+    mha_shape s = {0};
+    int32_t kvh;
+    s.heads = 1 + (int32_t)(tu_next() % 4);
+    do kvh = 1 + (int32_t)(tu_next() % (uint32_t)s.heads);
+    while (s.heads % kvh != 0);
+    s.kv_heads = kvh;
+    s.d_q = 1 + (int32_t)(tu_next() % 12);
+    s.d_k = 1 + (int32_t)(tu_next() % 12);
+    s.d_v = 1 + (int32_t)(tu_next() % 12);
+    s.p_q = s.p_k = 1 + (int32_t)(tu_next() % 9);
+    s.p_v = 1 + (int32_t)(tu_next() % 9);
+    s.p_o = 1 + (int32_t)(tu_next() % 10);
+    if (additive) {
+        s.score = MHA_SCORE_ADDITIVE;
+        s.p_k = 1 + (int32_t)(tu_next() % 9);
+        s.p_a = 1 + (int32_t)(tu_next() % 7);
+    }
+    return s;
+}
+
+/* A sequence of len random tokens and its causal forward result (with keep:
+   the banded mask of a window instead). */
+static void seq_make(seq *q, const mha_shape *s, const mha_weights *w, int32_t len, int32_t window) {
+    mha_mask mask = {1, 0, NULL, 0, NULL, NULL};
+    uint8_t *keep = NULL;
+    size_t bytes = mha_reference_workspace_size(s, 1, len, len);
+    void *ws = malloc(bytes);
+    int32_t i, j;
+    q->len = len;
+    q->q = tu_floats((size_t)len * (size_t)s->d_q, 1.0f);
+    q->k = tu_floats((size_t)len * (size_t)s->d_k, 1.0f);
+    q->v = tu_floats((size_t)len * (size_t)s->d_v, 1.0f);
+    q->want = tu_floats((size_t)len * (size_t)s->p_o, 0.0f);
+    if (window > 0) { /* key j visible to query i when i - window < j <= i */
+        keep = (uint8_t *)malloc((size_t)len * (size_t)len);
+        for (i = 0; i < len; ++i)
+            for (j = 0; j < len; ++j) keep[(size_t)i * (size_t)len + (size_t)j] = j <= i && j > i - window;
+        mask.causal = 0;
+        mask.keep = keep;
+    }
+    if (mha_forward_reference(s, w, 1, len, len, q->q, q->k, q->v, &mask, q->want, NULL, ws, bytes) != MHA_OK) {
+        printf("seq_make: forward failed\n");
+        exit(2);
+    }
+    free(keep);
+    free(ws);
+}
+
+static void seq_free(seq *q) {
+    free(q->q);
+    free(q->k);
+    free(q->v);
+    free(q->want);
+}
+
+/* The cache of sequence b alone, as a batch of one. */
+static mha_cache sub_cache(const mha_shape *s, const mha_cache *c, int32_t b) {
+    mha_cache one = *c;
+    size_t kv = (size_t)(s->kv_heads ? s->kv_heads : s->heads), cap = (size_t)c->capacity;
+    one.k = c->k + (size_t)b * kv * cap * (size_t)s->p_k;
+    one.v = c->v + (size_t)b * kv * cap * (size_t)s->p_v;
+    one.length = c->length + b;
+    return one;
+}
+
+/* Decodes tokens [from, from + t) of each of the batch sequences (which
+   must all have them) in one mha_decode call; checks the outputs. */
+static int decode_chunk(const mha_shape *s, const mha_weights *w, mha_cache *c, seq *sq, int32_t batch, int32_t from,
+                        int32_t t) {
+    size_t dq = (size_t)s->d_q, dk = (size_t)s->d_k, dv = (size_t)s->d_v, po = (size_t)s->p_o, bytes;
+    float *q = tu_floats((size_t)batch * (size_t)t * dq, 0.0f), *k = tu_floats((size_t)batch * (size_t)t * dk, 0.0f);
+    float *v = tu_floats((size_t)batch * (size_t)t * dv, 0.0f), *out = tu_floats((size_t)batch * (size_t)t * po, 0.0f);
+    void *ws;
+    int32_t b;
+    int ok = 1;
+    for (b = 0; b < batch; ++b) {
+        memcpy(q + (size_t)b * (size_t)t * dq, sq[b].q + (size_t)from * dq, (size_t)t * dq * sizeof(float));
+        memcpy(k + (size_t)b * (size_t)t * dk, sq[b].k + (size_t)from * dk, (size_t)t * dk * sizeof(float));
+        memcpy(v + (size_t)b * (size_t)t * dv, sq[b].v + (size_t)from * dv, (size_t)t * dv * sizeof(float));
+    }
+    bytes = mha_decode_workspace_size(s, batch, t, c->capacity);
+    ws = malloc(bytes);
+    ok &= mha_decode(s, w, c, batch, t, q, k, v, out, ws, bytes) == MHA_OK;
+    for (b = 0; b < batch; ++b)
+        ok &= close_to(out + (size_t)b * (size_t)t * po, sq[b].want + (size_t)from * po, (size_t)t * po);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(ws);
+    return ok;
+}
+
+/* Random shapes, batch 1..3 with prefixes of different lengths (each filled
+   alone), then the common steps together in chunks of `chunk`. */
+static void test_decode_equals_forward(void) {
+    static const int32_t chunks[3] = {1, 3, 17};
+    int problem, ci;
+    for (ci = 0; ci < 3; ++ci) {
+        int all = 1;
+        for (problem = 0; problem < 20; ++problem) {
+            mha_shape s = random_shape(problem % 4 == 3);
+            tu_problem p;
+            mha_cache c;
+            seq sq[3];
+            int32_t batch = 1 + (int32_t)(tu_next() % 3), steps = 1 + (int32_t)(tu_next() % 40), b, at;
+            int32_t lens[3], cap = 0;
+            int ok = 1;
+            tu_problem_make(&p, &s, 1, 1, 1, problem % 2);
+            for (b = 0; b < batch; ++b) {
+                int32_t prefix = (int32_t)(tu_next() % 30);
+                seq_make(&sq[b], &s, &p.w, prefix + steps, 0);
+                if (sq[b].len > cap) cap = sq[b].len;
+            }
+            memset(&c, 0, sizeof c);
+            c.capacity = cap + (int32_t)(tu_next() % 3);
+            c.k = tu_floats(mha_cache_bytes(&s, batch, c.capacity) / sizeof(float), 0.0f);
+            c.v = c.k + (size_t)batch * (size_t)(s.kv_heads) * (size_t)c.capacity * (size_t)s.p_k;
+            c.length = lens;
+            for (b = 0; b < batch; ++b) { /* each sequence's prefix alone, chunk by chunk */
+                mha_cache one = sub_cache(&s, &c, b);
+                lens[b] = 0;
+                for (at = 0; at < sq[b].len - steps; at += chunks[ci]) {
+                    int32_t t = sq[b].len - steps - at < chunks[ci] ? sq[b].len - steps - at : chunks[ci];
+                    ok &= decode_chunk(&s, &p.w, &one, &sq[b], 1, at, t);
+                }
+            }
+            for (at = 0; at < steps; at += chunks[ci]) { /* then every sequence together */
+                int32_t t = steps - at < chunks[ci] ? steps - at : chunks[ci];
+                seq shifted[3];
+                for (b = 0; b < batch; ++b) {
+                    shifted[b] = sq[b];
+                    shifted[b].len = sq[b].len;
+                }
+                for (b = 0; b < batch; ++b) ok &= lens[b] == sq[b].len - steps + at;
+                /* decode_chunk reads tokens [from, from + t) of each; the prefixes differ */
+                for (b = 0; b < batch; ++b) {
+                    size_t off = (size_t)(sq[b].len - steps);
+                    shifted[b].q = sq[b].q + off * (size_t)s.d_q;
+                    shifted[b].k = sq[b].k + off * (size_t)s.d_k;
+                    shifted[b].v = sq[b].v + off * (size_t)s.d_v;
+                    shifted[b].want = sq[b].want + off * (size_t)s.p_o;
+                }
+                ok &= decode_chunk(&s, &p.w, &c, shifted, batch, at, t);
+            }
+            for (b = 0; b < batch; ++b) ok &= lens[b] == sq[b].len;
+            if (!ok)
+                printf("decode != forward: chunk %d, problem %d (heads %d/%d, %s, batch %d, steps %d)\n",
+                       (int)chunks[ci], problem, (int)s.heads, (int)s.kv_heads,
+                       s.score == MHA_SCORE_ADDITIVE ? "additive" : "dot", (int)batch, (int)steps);
+            all &= ok;
+            for (b = 0; b < batch; ++b) seq_free(&sq[b]);
+            free(c.k);
+            tu_problem_free(&p);
+        }
+        CHECK(all, "decode in chunks of %d equals a causal mha_forward on 20 random problems", (int)chunks[ci]);
+    }
+}
+
+/* A ring cache with a window, 3 x capacity tokens, against the banded mask. */
+static void test_ring_equals_window(void) {
+    static const int32_t windows[4] = {1, 2, 7, 0};
+    int wi;
+    for (wi = 0; wi < 4; ++wi) {
+        mha_shape s = random_shape(wi == 2);
+        tu_problem p;
+        mha_cache c;
+        seq sq;
+        int32_t len = 0, at, chunk = 1 + wi % 3, cap;
+        int ok = 1;
+        tu_problem_make(&p, &s, 1, 1, 1, 1);
+        memset(&c, 0, sizeof c);
+        c.window = windows[wi] ? windows[wi] : 9;
+        cap = c.window + chunk - 1 + (wi == 3 ? 0 : 2); /* wi 3: window = capacity - chunk + 1, the tightest */
+        c.capacity = cap;
+        seq_make(&sq, &s, &p.w, 3 * cap, c.window);
+        c.k = tu_floats(mha_cache_bytes(&s, 1, cap) / sizeof(float), 0.0f);
+        c.v = c.k + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
+        c.length = &len;
+        for (at = 0; at < sq.len; at += chunk) {
+            int32_t t = sq.len - at < chunk ? sq.len - at : chunk;
+            ok &= decode_chunk(&s, &p.w, &c, &sq, 1, at, t);
+        }
+        CHECK(ok && len == 3 * cap, "ring buffer, window %d, capacity %d, chunks of %d: equals the banded mask over %d tokens",
+              (int)c.window, (int)cap, (int)chunk, (int)sq.len);
+        seq_free(&sq);
+        free(c.k);
+        tu_problem_free(&p);
+    }
+}
+
+/* Cross-attention: the encoder's keys and values appended in two chunks. */
+static void test_cross_attention(void) {
+    int problem, all = 1;
+    for (problem = 0; problem < 10; ++problem) {
+        mha_shape s = random_shape(problem == 4);
+        tu_problem p;
+        mha_cache c;
+        int32_t batch = 1 + problem % 3, m = 1 + (int32_t)(tu_next() % 25), n = 1 + (int32_t)(tu_next() % 6);
+        int32_t lens[3] = {0, 0, 0}, first = m / 2, b;
+        size_t bytes, po = (size_t)s.p_o, dk = (size_t)s.d_k, dv = (size_t)s.d_v;
+        float *out, *k2, *v2;
+        void *ws;
+        int ok = 1;
+        tu_problem_make(&p, &s, batch, n, m, 1);
+        memset(&c, 0, sizeof c);
+        c.capacity = m + problem % 2;
+        c.k = tu_floats(mha_cache_bytes(&s, batch, c.capacity) / sizeof(float), 0.0f);
+        c.v = c.k + (size_t)batch * (size_t)s.kv_heads * (size_t)c.capacity * (size_t)s.p_k;
+        c.length = lens;
+        ok &= tu_forward(&p, NULL, NULL) == MHA_OK;
+        out = tu_floats((size_t)batch * (size_t)n * po, 0.0f);
+        /* the encoder's rows [0, first) of every sequence, then the rest */
+        k2 = tu_floats((size_t)batch * (size_t)m * dk, 0.0f);
+        v2 = tu_floats((size_t)batch * (size_t)m * dv, 0.0f);
+        for (b = 0; b < batch; ++b) {
+            memcpy(k2 + (size_t)b * (size_t)first * dk, p.k + (size_t)b * (size_t)m * dk, (size_t)first * dk * 4);
+            memcpy(v2 + (size_t)b * (size_t)first * dv, p.v + (size_t)b * (size_t)m * dv, (size_t)first * dv * 4);
+        }
+        bytes = mha_decode_workspace_size(&s, batch, m, c.capacity);
+        ws = malloc(bytes);
+        ok &= mha_cache_append(&s, &p.w, &c, batch, first, k2, v2, ws, bytes) == MHA_OK;
+        for (b = 0; b < batch; ++b) {
+            memcpy(k2 + (size_t)b * (size_t)(m - first) * dk, p.k + ((size_t)b * (size_t)m + (size_t)first) * dk,
+                   (size_t)(m - first) * dk * 4);
+            memcpy(v2 + (size_t)b * (size_t)(m - first) * dv, p.v + ((size_t)b * (size_t)m + (size_t)first) * dv,
+                   (size_t)(m - first) * dv * 4);
+        }
+        ok &= mha_cache_append(&s, &p.w, &c, batch, m - first, k2, v2, ws, bytes) == MHA_OK;
+        for (b = 0; b < batch; ++b) ok &= lens[b] == m;
+        free(ws);
+        bytes = mha_decode_workspace_size(&s, batch, n, c.capacity);
+        ws = malloc(bytes);
+        ok &= mha_decode(&s, &p.w, &c, batch, n, p.q, NULL, NULL, out, ws, bytes) == MHA_OK;
+        ok &= close_to(out, p.out, (size_t)batch * (size_t)n * po);
+        for (b = 0; b < batch; ++b) ok &= lens[b] == m; /* cross-attention appends nothing */
+        all &= ok;
+        free(ws);
+        free(out);
+        free(k2);
+        free(v2);
+        free(c.k);
+        tu_problem_free(&p);
+    }
+    CHECK(all, "cross-attention decode equals mha_forward against the encoder's keys and values (10 problems)");
+}
+
+/* y[r][o] = W[o] . x[r] + b[o] in double, rows r < rows, W [out][in]. */
+static void project(const float *x, size_t rows, size_t in, const float *W, const float *b, size_t out, float *y) {
+    size_t r, o, i;
+    for (r = 0; r < rows; ++r)
+        for (o = 0; o < out; ++o) {
+            double acc = b ? b[o] : 0.0;
+            for (i = 0; i < in; ++i) acc += (double)W[o * in + i] * x[r * in + i];
+            y[r * out + o] = (float)acc;
+        }
+}
+
+/* mha_attend on projections made here, then W_o here: equals mha_forward. */
+static void test_attend(void) {
+    int problem, all = 1;
+    for (problem = 0; problem < 20; ++problem) {
+        mha_shape s = random_shape(problem % 5 == 4);
+        tu_problem p;
+        mha_mask mask = {problem % 2, (int32_t)(tu_next() % 5) - 2, NULL, 0, NULL, NULL};
+        int32_t batch = 1 + problem % 3, n = 1 + (int32_t)(tu_next() % 20), m = 1 + (int32_t)(tu_next() % 20);
+        size_t h = (size_t)s.heads, kv = (size_t)s.kv_heads, rq = (size_t)batch * (size_t)n, rk = (size_t)batch * (size_t)m;
+        size_t hpv = h * (size_t)s.p_v, bytes, na = (size_t)batch * h * (size_t)n * (size_t)m;
+        float *q = tu_floats(rq * h * (size_t)s.p_q, 0.0f), *k = tu_floats(rk * kv * (size_t)s.p_k, 0.0f);
+        float *v = tu_floats(rk * kv * (size_t)s.p_v, 0.0f), *heads = tu_floats(rq * hpv, 0.0f);
+        float *out = tu_floats(rq * (size_t)s.p_o, 0.0f), *attn = tu_floats(na, 0.0f);
+        void *ws;
+        int ok = 1;
+        tu_problem_make(&p, &s, batch, n, m, 1);
+        ok &= tu_forward(&p, &mask, p.attn) == MHA_OK;
+        project(p.q, rq, (size_t)s.d_q, p.w.w_q, p.w.b_q, h * (size_t)s.p_q, q);
+        project(p.k, rk, (size_t)s.d_k, p.w.w_k, p.w.b_k, kv * (size_t)s.p_k, k);
+        project(p.v, rk, (size_t)s.d_v, p.w.w_v, p.w.b_v, kv * (size_t)s.p_v, v);
+        bytes = mha_attend_workspace_size(&s, batch, n, m);
+        ws = malloc(bytes);
+        ok &= mha_attend(&s, &p.w, batch, n, m, q, k, v, &mask, heads, attn, ws, bytes) == MHA_OK;
+        project(heads, rq, hpv, p.w.w_o, p.w.b_o, (size_t)s.p_o, out);
+        ok &= close_to(out, p.out, rq * (size_t)s.p_o);
+        ok &= tu_max_diff(attn, p.attn, na) <= 1e-5f;
+        if (!ok) printf("mha_attend != mha_forward: problem %d\n", problem);
+        all &= ok;
+        free(q);
+        free(k);
+        free(v);
+        free(heads);
+        free(out);
+        free(attn);
+        free(ws);
+        tu_problem_free(&p);
+    }
+    CHECK(all, "mha_attend on projected inputs, then W_o, equals mha_forward (out and attn, 20 problems, masks, "
+               "GQA, additive)");
+}
+
+/* The statuses of the new functions, their order, and nothing written on an error. */
+static void test_statuses(void) {
+    mha_shape s = {0};
+    tu_problem p;
+    mha_cache c;
+    int32_t lens[2] = {3, 1}, len_copy[2];
+    size_t cbytes, bytes;
+    float *store, *store_copy, *out;
+    unsigned char *ws, *ws_copy;
+    s.heads = 2; s.kv_heads = 1; s.d_q = 5; s.d_k = 4; s.d_v = 3; s.p_q = s.p_k = 3; s.p_v = 2; s.p_o = 4;
+    tu_problem_make(&p, &s, 2, 2, 2, 1);
+    memset(&c, 0, sizeof c);
+    c.capacity = 4;
+    cbytes = mha_cache_bytes(&s, 2, 4);
+    CHECK(cbytes == (size_t)2 * 1 * 4 * (3 + 2) * sizeof(float), "mha_cache_bytes: batch kv capacity (p_k + p_v) floats");
+    CHECK(mha_cache_bytes(&s, 2, 0) == 0 && mha_cache_bytes(&s, -1, 4) == 0 && mha_cache_bytes(NULL, 2, 4) == 0,
+          "mha_cache_bytes: 0 for a capacity < 1, a negative batch, no shape");
+    store = tu_floats(cbytes / sizeof(float), 1.0f);
+    store_copy = tu_floats(cbytes / sizeof(float), 0.0f);
+    c.k = store;
+    c.v = store + 2 * 4 * 3;
+    c.length = lens;
+    bytes = mha_decode_workspace_size(&s, 2, 2, 4);
+    CHECK(bytes > 0 && mha_decode_workspace_size(&s, 2, 2, 0) == 0 && mha_decode_workspace_size(&s, -1, 2, 4) == 0,
+          "mha_decode_workspace_size: a size, and 0 for capacity 0 or batch < 0");
+    ws = (unsigned char *)malloc(bytes + 64);
+    ws_copy = (unsigned char *)malloc(bytes + 64);
+    out = tu_floats(2 * 2 * 4, 0.0f);
+#define DEC(cache, q, k, v, o, wsp, nb) mha_decode(&s, &p.w, cache, 2, 2, q, k, v, o, wsp, nb)
+    CHECK(mha_decode(NULL, &p.w, &c, 2, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_NULL &&
+              mha_decode(&s, NULL, &c, 2, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_NULL &&
+              DEC(NULL, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_NULL,
+          "decode: shape, w or cache NULL: MHA_ERR_NULL");
+    c.capacity = 0;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: capacity 0: MHA_ERR_SHAPE");
+    c.capacity = 4;
+    c.window = -1;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: window < 0: MHA_ERR_SHAPE");
+    c.window = 4;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,
+          "decode: window 4, chunk 2, capacity 4 < 4 + 2 - 1: MHA_ERR_SHAPE");
+    c.window = 3;
+    CHECK(DEC(&c, p.q, NULL, NULL, out, ws, bytes) != MHA_ERR_SHAPE, "decode: the ring rule only when appending");
+    c.window = 0;
+    c.type = 1;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 1 (reserved): MHA_ERR_SHAPE");
+    c.type = 0;
+    CHECK(mha_decode(&s, &p.w, &c, -1, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE &&
+              mha_decode(&s, &p.w, &c, 2, -1, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,
+          "decode: batch or t < 0: MHA_ERR_SHAPE");
+    c.k = NULL;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_NULL, "decode: cache->k NULL: MHA_ERR_NULL");
+    c.k = store;
+    c.length = NULL;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_NULL, "decode: cache->length NULL: MHA_ERR_NULL");
+    c.length = lens;
+    CHECK(DEC(&c, NULL, p.k, p.v, out, ws, bytes) == MHA_ERR_NULL && DEC(&c, p.q, p.k, p.v, NULL, ws, bytes) == MHA_ERR_NULL &&
+              DEC(&c, p.q, p.k, NULL, out, ws, bytes) == MHA_ERR_NULL && DEC(&c, p.q, NULL, p.v, out, ws, bytes) == MHA_ERR_NULL,
+          "decode: queries, out, or one of keys and values NULL: MHA_ERR_NULL");
+    CHECK(DEC(&c, p.q, p.k, p.v, out, NULL, bytes) == MHA_ERR_WORKSPACE &&
+              DEC(&c, p.q, p.k, p.v, out, ws, bytes - 1) == MHA_ERR_WORKSPACE,
+          "decode: workspace NULL or one byte short: MHA_ERR_WORKSPACE");
+    memcpy(store_copy, store, cbytes);
+    memset(ws, 0x5A, bytes);
+    memcpy(ws_copy, ws, bytes);
+    lens[1] = -1;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_MASK, "decode: a length < 0: MHA_ERR_MASK");
+    lens[1] = 5;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_MASK, "decode: a length > capacity: MHA_ERR_MASK");
+    lens[1] = 3;
+    memcpy(len_copy, lens, sizeof lens);
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_CAPACITY, "decode: 3 + 2 tokens in 4 slots: MHA_ERR_CAPACITY");
+    CHECK(memcmp(store, store_copy, cbytes) == 0 && memcmp(lens, len_copy, sizeof lens) == 0 &&
+              memcmp(ws, ws_copy, bytes) == 0,
+          "decode: on an error nothing is written (cache, lengths, workspace)");
+    c.window = 2; /* a ring has room for any length; only INT32_MAX is a limit */
+    lens[0] = INT32_MAX - 1;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_CAPACITY, "decode: a ring past INT32_MAX positions: MHA_ERR_CAPACITY");
+    lens[0] = 1000;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_OK && lens[0] == 1002 && lens[1] == 5,
+          "decode: a ring, lengths past the capacity: MHA_OK, lengths grow by t");
+    c.window = 0;
+    lens[0] = 0;
+    lens[1] = 2;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws + 1, bytes) == MHA_OK && lens[0] == 2 && lens[1] == 4,
+          "decode: a misaligned workspace works");
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_CAPACITY, "decode: a full cache: MHA_ERR_CAPACITY");
+    CHECK(DEC(&c, p.q, NULL, NULL, out, ws, bytes) == MHA_OK && lens[0] == 2 && lens[1] == 4,
+          "decode: cross-attention on a full cache: MHA_OK, lengths unchanged");
+    /* mha_cache_append */
+    lens[0] = lens[1] = 0;
+    CHECK(mha_cache_append(&s, &p.w, NULL, 2, 2, p.k, p.v, ws, bytes) == MHA_ERR_NULL &&
+              mha_cache_append(&s, &p.w, &c, 2, 2, NULL, p.v, ws, bytes) == MHA_ERR_NULL &&
+              mha_cache_append(&s, &p.w, &c, 2, 2, p.k, NULL, ws, bytes) == MHA_ERR_NULL,
+          "append: cache, keys or values NULL: MHA_ERR_NULL");
+    CHECK(mha_cache_append(&s, &p.w, &c, 2, 2, p.k, p.v, ws, bytes) == MHA_OK && lens[0] == 2 && lens[1] == 2 &&
+              mha_cache_append(&s, &p.w, &c, 2, 2, p.k, p.v, ws, bytes) == MHA_OK && lens[0] == 4 &&
+              mha_cache_append(&s, &p.w, &c, 2, 1, p.k, p.v, ws, bytes) == MHA_ERR_CAPACITY && lens[0] == 4,
+          "append: 2 + 2 tokens fit in 4 slots, 1 more is MHA_ERR_CAPACITY");
+    {
+        mha_weights w2 = p.w;
+        w2.w_k = NULL;
+        lens[0] = lens[1] = 0;
+        CHECK(mha_cache_append(&s, &w2, &c, 2, 2, p.k, p.v, ws, bytes) == MHA_ERR_NULL,
+              "append: w_k NULL: MHA_ERR_NULL");
+        w2 = p.w;
+        w2.w_q = w2.w_o = NULL;
+        CHECK(mha_cache_append(&s, &w2, &c, 2, 2, p.k, p.v, ws, bytes) == MHA_OK,
+              "append: needs neither w_q nor w_o");
+    }
+    /* overflow: a cache of more than SIZE_MAX bytes */
+    {
+        mha_shape big = s;
+        big.p_k = big.p_q = INT32_MAX;
+        c.capacity = INT32_MAX;
+        CHECK(mha_cache_bytes(&big, INT32_MAX, INT32_MAX) == 0 &&
+                  mha_decode(&big, &p.w, &c, 2, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_OVERFLOW,
+              "decode: a cache beyond size_t: MHA_ERR_OVERFLOW, mha_cache_bytes 0");
+        c.capacity = 4;
+    }
+    /* mha_attend's statuses */
+    {
+        size_t ab = mha_attend_workspace_size(&s, 2, 2, 2);
+        void *aw = malloc(ab);
+        /* [2][2][2*3], [2][2][1*3], [2][2][1*2], [2][2][2*2] */
+        float *aq = tu_floats(24, 1.0f), *ak = tu_floats(12, 1.0f), *av = tu_floats(8, 1.0f), *ah = tu_floats(16, 0.0f);
+        mha_weights none;
+        memset(&none, 0, sizeof none);
+        CHECK(ab > 0 && mha_attend(&s, &none, 2, 2, 2, aq, ak, av, NULL, ah, NULL, aw, ab) == MHA_OK,
+              "attend: dot scoring needs no weights");
+        CHECK(mha_attend(&s, &none, 2, 2, 2, NULL, ak, av, NULL, ah, NULL, aw, ab) == MHA_ERR_NULL &&
+                  mha_attend(&s, &none, 2, 2, 2, aq, ak, av, NULL, NULL, NULL, aw, ab) == MHA_ERR_NULL,
+              "attend: q or heads_out NULL: MHA_ERR_NULL");
+        CHECK(mha_attend(&s, &none, 2, 2, 2, aq, ak, av, NULL, ah, NULL, aw, ab - 1) == MHA_ERR_WORKSPACE,
+              "attend: workspace one byte short: MHA_ERR_WORKSPACE");
+        free(aw);
+        free(aq);
+        free(ak);
+        free(av);
+        free(ah);
+    }
+    CHECK(strcmp(mha_status_string(MHA_ERR_CAPACITY), "unknown mha_status") != 0, "MHA_ERR_CAPACITY has a message");
+    free(store);
+    free(store_copy);
+    free(ws);
+    free(ws_copy);
+    free(out);
+    tu_problem_free(&p);
+}
+
+int main(void) {
+    tu_seed(20261202u);
+    test_decode_equals_forward();
+    test_ring_equals_window();
+    test_cross_attention();
+    test_attend();
+    test_statuses();
+    printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
+           (double)worst_ratio);
+    return tu_summary();
+}
