@@ -1340,6 +1340,24 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t ld
     MHA__EACH_ROW(MHA__K1_STORE)
 }
 
+/* One row: c[0..cw) = ((acc ? c : 0) + a b) + bias, the same sums in the
+   same order as one row of mha__kernel (so a row's result does not depend
+   on the path), for a [k], b one packed panel [k][NR], cw <= NR. */
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const float *b, float *c, size_t cw,
+                                                int acc, const float *bias) {
+    mha__v c0 = mha__vset(0.0f), c1 = c0, ar;
+    float t[MHA__NR];
+    size_t p, j;
+    for (p = 0; p < k; ++p, b += MHA__NR) {
+        ar = mha__vset(a[p]);
+        c0 = mha__vfma(ar, mha__vload(b), c0);
+        c1 = mha__vfma(ar, mha__vload(b + MHA__VL), c1);
+    }
+    mha__vstore(t, c0);
+    mha__vstore(t + MHA__VL, c1);
+    for (j = 0; j < cw; ++j) c[j] = ((acc ? c[j] : 0.0f) + t[j]) + (bias ? bias[j] : 0.0f);
+}
+
 /* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
    panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. Reads
    NR rows side by side, so that the writes are sequential. */
@@ -1385,6 +1403,7 @@ typedef struct mha__gemm_args {
     const float *a, *b, *bias;
     float *c, *tail;
     int acc;
+    int rows1; /* the last rows, when fewer than MR, one at a time (no tail, A read only where it is) */
 } mha__gemm_args;
 
 /* The common case: B panels of k rows (bps = k NR), C row-major (cps = NR),
@@ -1405,6 +1424,7 @@ MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const fl
     g.c = c;
     g.tail = NULL;
     g.acc = 0;
+    g.rows1 = 0;
     return g;
 }
 
@@ -1418,6 +1438,16 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             const float *a = g->a + r0 * g->lda + k0;
             size_t lda = g->lda;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
+            if (rh < MHA__MR && g->rows1) { /* decoding: a row (or a few) against streamed weights */
+                for (r = 0; r < rh; ++r)
+                    for (q = 0; q * MHA__NR < g->cols; ++q) {
+                        cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
+                        mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + k0 * MHA__NR,
+                                        g->c + (r0 + r) * g->ldc + q * g->cps, cw, acc,
+                                        last && g->bias ? g->bias + q * MHA__NR : NULL);
+                    }
+                continue;
+            }
             if (rh < MHA__MR && g->tail) {
                 for (r = 0; r < rh; ++r) mha__copy(g->tail + r * kl, a + r * lda, kl);
                 for (j = rh * kl; j < MHA__MR * kl; ++j) g->tail[j] = 0.0f;
@@ -1896,6 +1926,330 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
         }
     MHA__CLEAN();
 }
+
+/* ---- fast decoding (MHA_FAST) ----------------------------------------------
+   mha_decode on the fast path, dot scoring (additive scoring decodes on the
+   reference path). A step reads every cached key and value once and every
+   weight once, so it is bound by memory bandwidth: the new tokens'
+   projections are GEMMs over the packed weights (one row at a time when
+   t < MR), and the cache is read once per kv head for all of its query
+   heads (GQA: the group's rows together). The slots in use are cut into
+   chunks of MHA__DCH (split-KV): each (batch entry, kv head, chunk) is one
+   item of work that leaves its rows' max, sum and unnormalised output,
+   merged in chunk order afterwards, so the result is the same, bit for bit,
+   for any parallel_for. A row whose result is not finite (a value that is
+   not, or an overflow on the way) is computed again by the reference's
+   rules (mha__pool), so it matches the reference path. */
+#define MHA__DCH ((size_t)512) /* slots per chunk of the split-KV step */
+#define MHA__DRB ((size_t)4)   /* query rows per block of a chunk */
+
+typedef struct mha__dec {
+    const mha__ctx *c;
+    const float *packed;      /* w->packed's panels, or NULL: each head is packed into pbuf in turn */
+    float *pbuf;              /* [per_g + per_i] */
+    int64_t in_pbuf[2];       /* the kv head (-1 - g; 0: none) and the head (-1: none) whose panels pbuf holds */
+    size_t per_g, per_i, pkr, pqr;
+    size_t rows;              /* query rows per kv head: grp t, row r = (i - g grp) t + token */
+    size_t chunks, items;     /* chunks per (b, g) (of the capacity); items = batch kv chunks */
+    size_t tasks, pvs;        /* tasks of the split-KV step (scratch slots); p_v + 2 floats a row's result */
+    float *q;                 /* [batch][kv][rows][p_q]: projected queries */
+    float *res;               /* [items][rows][p_v + 2]: a chunk's output, then its max and sum */
+    float *cat;               /* [batch][t][h p_v]: the heads' outputs */
+    float *scr;               /* [tasks][DRB][DCH]: a block's scores and weights; after them [slots] for
+                                 the reference rules of a row that is not finite */
+} mha__dec;
+
+/* Bytes of the fast decode's workspace (SIZE_MAX on overflow), and with ws
+   given its parts. */
+MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, float *ws) {
+    size_t sz[5], t = 0, k, r;
+    float **ptr[5];
+    f->c = c;
+    f->pkr = MHA__UP(c->pk, MHA__NR);
+    f->pqr = MHA__UP(c->pq, MHA__NR);
+    mha__packed_bytes(c, &f->per_g, &f->per_i);
+    f->rows = c->grp * c->n;
+    f->chunks = (c->ms + MHA__DCH - 1) / MHA__DCH;
+    f->items = mha__mul(mha__mul(c->batch, c->kv), f->chunks);
+    f->tasks = f->items < MHA__SLOTS ? f->items : MHA__SLOTS;
+    f->pvs = c->pv + 2;
+    sz[0] = mha__add(f->per_g, f->per_i);
+    sz[1] = mha__mul(mha__mul(mha__mul(c->batch, c->kv), f->rows), c->pq);
+    sz[2] = mha__mul(mha__mul(f->items, f->rows), f->pvs);
+    sz[3] = mha__mul(mha__mul(c->batch, c->n), mha__mul(c->h, c->pv));
+    sz[4] = mha__add(mha__mul(f->tasks, MHA__DRB * MHA__DCH), c->ms);
+    ptr[0] = &f->pbuf; ptr[1] = &f->q; ptr[2] = &f->res; ptr[3] = &f->cat; ptr[4] = &f->scr;
+    for (k = 0; k < 5; ++k) {
+        if (ws) *ptr[k] = ws + t;
+        r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
+        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
+    }
+    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
+    return t & 1u ? SIZE_MAX : t;
+}
+
+/* count tasks through the caller's parallel-for (or here, in order). */
+MHA__PRIVATE void mha__par(const mha__ctx *c, mha_task task, void *arg, size_t count) {
+    size_t k;
+    if (count == 0) return;
+    if (c->pfor)
+        c->pfor(c->user, task, arg, (int32_t)count);
+    else
+        for (k = 0; k < count; ++k) task(arg, (int32_t)k);
+}
+
+/* The packed panels of W_k^(g), W_v^(g) (head -1 - g) or W_q^(i), W_o's
+   block i (head i): w->packed's, or packed into pbuf (unless it holds them
+   already; without packed weights the steps run on one thread, in head
+   order). */
+MHA__PRIVATE const float *mha__dec_panels(mha__dec *f, int64_t head) {
+    const mha__ctx *c = f->c;
+    if (head < 0) {
+        size_t g = (size_t)(-1 - head);
+        if (f->packed) return f->packed + g * f->per_g;
+        if (f->in_pbuf[0] != head) mha__pack_kv(c, g, f->pbuf);
+        f->in_pbuf[0] = head;
+        return f->pbuf;
+    }
+    if (f->packed) return f->packed + c->kv * f->per_g + (size_t)head * f->per_i;
+    if (f->in_pbuf[1] != head) mha__pack_qo(c, (size_t)head, f->pbuf + f->per_g);
+    f->in_pbuf[1] = head;
+    return f->pbuf + f->per_g;
+}
+
+/* y [rows][cols] (row stride ldy) = x [rows][k] W^T + bias, W packed: one
+   GEMM, edge rows one at a time. */
+MHA__PRIVATE void mha__dec_gemm(size_t rows, size_t cols, size_t k, const float *x, const float *w, float *y,
+                                size_t ldy, const float *bias, int acc) {
+    mha__gemm_args g = mha__mm(rows, cols, k, x, k, w, y, ldy);
+    g.bias = bias;
+    g.acc = acc;
+    g.rows1 = 1;
+    mha__gemm(&g);
+}
+
+/* Task (g, b) of the append step: the t new keys and values of batch entry
+   b, kv head g, projected straight into their slots (two runs where the
+   ring wraps). */
+MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
+    mha__dec *f = (mha__dec *)arg;
+    const mha__ctx *c = f->c;
+    mha_cache *cache = c->cache;
+    size_t b = (size_t)task % c->batch, g = (size_t)task / c->batch, j = 0, slot, run;
+    const float *wk = mha__dec_panels(f, -1 - (int64_t)g), *wv = wk + f->pkr * c->dk;
+    while (j < c->m) {
+        slot = (size_t)cache->length[b] + j;
+        if (cache->window) slot %= c->ms;
+        run = c->ms - slot < c->m - j ? c->ms - slot : c->m - j;
+        mha__dec_gemm(run, c->pk, c->dk, c->keys + (b * c->m + j) * c->dk, wk,
+                      cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk, c->pk,
+                      c->w->b_k ? c->w->b_k + g * c->pk : NULL, 0);
+        mha__dec_gemm(run, c->pv, c->dv, c->values + (b * c->m + j) * c->dv, wv,
+                      cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv, c->pv,
+                      c->w->b_v ? c->w->b_v + g * c->pv : NULL, 0);
+        j += run;
+    }
+}
+
+/* Task (i, b) of the query step: q_i of the t new queries of batch entry b. */
+MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
+    mha__dec *f = (mha__dec *)arg;
+    const mha__ctx *c = f->c;
+    size_t b = (size_t)task % c->batch, i = (size_t)task / c->batch, g = i / c->grp;
+    mha__dec_gemm(c->n, c->pq, c->dq, c->queries + b * c->n * c->dq, mha__dec_panels(f, (int64_t)i),
+                  f->q + ((b * c->kv + g) * f->rows + (i - g * c->grp) * c->n) * c->pq, c->pq,
+                  c->w->b_q ? c->w->b_q + i * c->pq : NULL, 0);
+}
+
+/* The positions row r of kv head g's block sees: [*lo, *hi) (decoding's
+   rule; cross-attention: every position). */
+MHA__PRIVATE void mha__dec_range(const mha__ctx *c, size_t e, size_t r, size_t *lo, size_t *hi) {
+    size_t at = e - c->n + r % c->n, w = (size_t)c->cache->window;
+    *lo = 0;
+    *hi = e;
+    if (!c->keys) return;
+    *hi = at + 1;
+    if (w && at + 1 > w) *lo = at + 1 - w;
+}
+
+/* Item `item` = (b, g, chunk) of the split-KV step, with the scratch st:
+   for each row of kv head g, the chunk's max mx, sum l of e^(s - mx) and
+   output o = sum e^(s - mx) v, into res. Scores by vector dot products
+   (p_k summed in blocks of KC), weights by mha__softmax's rules, the
+   weighted sum in blocks of 32 slots added with compensation. */
+MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    const mha__ctx *c = f->c;
+    size_t b = item / (c->kv * f->chunks), g = item / f->chunks % c->kv, ch = item % f->chunks;
+    size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, j0 = ch * MHA__DCH, cl, r0, rb;
+    const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk, *V = c->cache->v + (b * c->kv + g) * c->ms * c->pv;
+    float *res = f->res + item * f->rows * f->pvs;
+    size_t r, j, p, a, lo, hi, pos;
+    cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
+    for (r0 = 0; r0 < f->rows; r0 += MHA__DRB) {
+        rb = f->rows - r0 < MHA__DRB ? f->rows - r0 : MHA__DRB;
+        for (r = 0; r < rb; ++r) { /* scores, the rule, the max and the weights of row r0 + r */
+            const float *q = f->q + ((b * c->kv + g) * f->rows + r0 + r) * c->pq;
+            float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, l;
+            for (j = 0; j < cl; ++j) {
+                const float *k = K + (j0 + j) * c->pk;
+                float sum = 0.0f;
+                for (p = 0; p < c->pk; p += MHA__KC) { /* blocks of KC, as the GEMMs sum */
+                    size_t pe = c->pk - p < MHA__KC ? c->pk : p + MHA__KC, pp = p;
+                    mha__v acc = mha__vset(0.0f);
+                    float tail = 0.0f;
+                    for (; pp + MHA__VL <= pe; pp += MHA__VL)
+                        acc = mha__vfma(mha__vload(q + pp), mha__vload(k + pp), acc);
+                    for (; pp < pe; ++pp) tail += q[pp] * k[pp];
+                    sum += mha__vhsum(acc) + tail;
+                }
+                x[j] = c->scale * sum;
+            }
+            mha__dec_range(c, e, r0 + r, &lo, &hi);
+            if (lo > e - used || hi < e) /* not every position held is visible */
+                for (j = 0; j < cl; ++j) {
+                    pos = mha__slot_pos(j0 + j, e, c->ms);
+                    if (pos < lo || pos >= hi) x[j] = ninf;
+                }
+            for (j = cl; j < MHA__UP(cl, MHA__VL); ++j) x[j] = ninf;
+            mx = mha__rowmax(x, MHA__UP(cl, MHA__VL), ninf);
+            l = mx == ninf ? 0.0f : mha__softmax(x, MHA__UP(cl, MHA__VL), mx);
+            if (mx == ninf)
+                for (j = 0; j < cl; ++j) x[j] = 0.0f;
+            o[c->pv] = mx;
+            o[c->pv + 1] = l;
+        }
+        for (r = 0; r < rb; ++r) { /* o = sum_j x_j v_j: blocks of 32 slots, compensated across them */
+            const float *x = st + r * MHA__DCH;
+            float *o = res + (r0 + r) * f->pvs;
+            for (a = 0; a < c->pv; ++a) {
+                float sum = 0.0f, comp = 0.0f, blk;
+                size_t jb;
+                for (j = 0; j < cl; j = jb) {
+                    jb = cl - j < 32 ? cl : j + 32;
+                    for (blk = 0.0f; j < jb; ++j) blk += x[j] * V[(j0 + j) * c->pv + a];
+                    sum = mha__add_comp(sum, blk, &comp);
+                }
+                o[a] = sum;
+            }
+        }
+    }
+}
+
+/* Task `slot` of the split-KV step: items slot, slot + tasks, ... */
+MHA__PRIVATE void mha__dec_items(void *arg, int32_t slot) {
+    const mha__dec *f = (const mha__dec *)arg;
+    size_t it;
+    for (it = (size_t)slot; it < f->items; it += f->tasks)
+        mha__dec_item(f, it, f->scr + (size_t)slot * MHA__DRB * MHA__DCH);
+}
+
+/* Step (b, g) of the merge (on the calling thread: it shares the
+   compensation buffer): each row's chunks merged in order (the
+   largest max, each chunk's sum and output scaled to it, added with
+   compensation) and divided by the sum, into cat. A row whose result is
+   not finite is computed again by the reference's rules. */
+MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
+    const mha__dec *f = (const mha__dec *)arg;
+    const mha__ctx *c = f->c;
+    const float ninf = -(FLT_MAX * 2.0f);
+    size_t b = (size_t)task / c->kv, g = (size_t)task % c->kv, r, ch, a, j, lo, hi;
+    size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms;
+    const float *res = f->res + (b * c->kv + g) * f->chunks * f->rows * f->pvs;
+    for (r = 0; r < f->rows; ++r) {
+        size_t i = g * c->grp + r / c->n, tt = r % c->n;
+        float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, mx = ninf, l = 0.0f, lc = 0.0f, sc;
+        int bad = 0;
+        for (ch = 0; ch < f->chunks; ++ch) {
+            float m = res[(ch * f->rows + r) * f->pvs + c->pv];
+            if (m > mx || m != m) mx = m;
+        }
+        for (a = 0; a < c->pv; ++a) h[a] = 0.0f;
+        if (mx != ninf) {
+            float *oc = f->scr + f->tasks * MHA__DRB * MHA__DCH; /* compensation: the reference scratch */
+            for (a = 0; a < c->pv; ++a) oc[a] = 0.0f;
+            for (ch = 0; ch < f->chunks; ++ch) {
+                const float *o = res + (ch * f->rows + r) * f->pvs;
+                sc = mha__weight(o[c->pv], mx);
+                if (sc == 0.0f) continue;
+                l = mha__add_comp(l, o[c->pv + 1] * sc, &lc);
+                for (a = 0; a < c->pv; ++a) h[a] = mha__add_comp(h[a], o[a] * sc, oc + a);
+            }
+            for (a = 0; a < c->pv; ++a) {
+                h[a] /= l;
+                bad |= !(h[a] - h[a] == 0.0f);
+            }
+        }
+        if (bad) { /* the reference's rules: scores, then mha__pool (max, weights, sum, skips) */
+            const float *q = f->q + ((b * c->kv + g) * f->rows + r) * c->pq;
+            const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
+            float *x = f->scr + f->tasks * MHA__DRB * MHA__DCH;
+            mha__dec_range(c, e, r, &lo, &hi);
+            for (j = 0; j < used; ++j) {
+                size_t pos = mha__slot_pos(j, e, c->ms);
+                x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
+            }
+            mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h);
+        }
+    }
+}
+
+/* out [t][p_o] of batch entry b, columns q0 .. q0+cols-1, += h_i W_o^(i)^T
+   (= for head 0), + b_o with the last head. */
+MHA__PRIVATE void mha__dec_out_head(mha__dec *f, size_t b, size_t i, size_t q0, size_t cols) {
+    const mha__ctx *c = f->c;
+    const float *wo = mha__dec_panels(f, (int64_t)i) + f->pqr * c->dq + q0 * c->pv;
+    mha__gemm_args g = mha__mm(c->n, cols, c->pv, f->cat + b * c->n * c->h * c->pv + i * c->pv, c->h * c->pv, wo,
+                               c->out + b * c->n * c->po + q0, c->po);
+    g.bias = i + 1 == c->h && c->w->b_o ? c->w->b_o + q0 : NULL;
+    g.acc = i != 0;
+    g.rows1 = 1;
+    mha__gemm(&g);
+}
+
+/* Task (b, q) of the output step with packed weights: out's columns of
+   panel q (of NR) for batch entry b, summed over the heads in order. */
+MHA__PRIVATE void mha__dec_out(void *arg, int32_t task) {
+    mha__dec *f = (mha__dec *)arg;
+    const mha__ctx *c = f->c;
+    size_t panels = (c->po + MHA__NR - 1) / MHA__NR, b = (size_t)task / panels, q = (size_t)task % panels, i;
+    for (i = 0; i < c->h; ++i)
+        mha__dec_out_head(f, b, i, q * MHA__NR, c->po - q * MHA__NR < MHA__NR ? c->po - q * MHA__NR : MHA__NR);
+}
+
+/* mha_decode on the fast path, once every check has passed: append,
+   queries, split-KV attention, merge, output; then the lengths. Without
+   packed weights the projections run here, head by head (one packing
+   buffer), and only the attention goes to the parallel-for. */
+MHA__PRIVATE void mha__fast_decode(const mha__ctx *c, float *ws) {
+    mha__dec f;
+    size_t b, i, k, panels = (c->po + MHA__NR - 1) / MHA__NR;
+    mha__fast_decode_layout(&f, c, ws);
+    f.packed = mha__packed(c);
+    f.in_pbuf[0] = 0; /* none: kv heads are -1 - g, heads i >= 0 */
+    f.in_pbuf[1] = -1;
+    if (c->keys) { /* 1. the new keys and values into the cache */
+        if (f.packed)
+            mha__par(c, mha__dec_kv, &f, c->batch * c->kv);
+        else
+            for (k = 0; k < c->batch * c->kv; ++k) mha__dec_kv(&f, (int32_t)k);
+    }
+    if (c->n) {
+        if (f.packed) /* 2. the new queries */
+            mha__par(c, mha__dec_q, &f, c->batch * c->h);
+        else
+            for (k = 0; k < c->batch * c->h; ++k) mha__dec_q(&f, (int32_t)k);
+        mha__par(c, mha__dec_items, &f, f.tasks);             /* 3. split-KV attention */
+        for (k = 0; k < c->batch * c->kv; ++k) mha__dec_merge(&f, (int32_t)k); /* 4. the chunks merged */
+        if (f.packed)                                        /* 5. W_o */
+            mha__par(c, mha__dec_out, &f, c->batch * panels);
+        else
+            for (i = 0; i < c->h; ++i)
+                for (b = 0; b < c->batch; ++b) mha__dec_out_head(&f, b, i, 0, c->po);
+    }
+    for (b = 0; b < c->batch; ++b) c->cache->length[b] += (int32_t)c->m;
+    MHA__CLEAN();
+}
 #endif /* MHA_FAST */
 
 /* Workspace bytes of the call's path, SIZE_MAX on overflow. The fast path
@@ -1906,7 +2260,10 @@ MHA__PRIVATE size_t mha__bytes(const mha__ctx *c) {
     size_t bytes = mha__layout(c, NULL);
     mha__fast f;
     if (!c->fast || bytes == SIZE_MAX) return bytes;
-    if (c->cache) return bytes; /* (the fast decode comes later) */
+    if (c->cache) {
+        mha__dec d;
+        return MHA__ADDITIVE(c) ? bytes : mha__fast_decode_layout(&d, c, NULL);
+    }
     return mha__fast_layout(&f, c, NULL);
 }
 #else
@@ -2071,6 +2428,12 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     for (b = 0; b < c.batch; ++b)
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? INT32_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
+#if MHA_FAST
+    if (c.fast && !MHA__ADDITIVE(&c)) {
+        mha__fast_decode(&c, mha__align(workspace));
+        return MHA_OK;
+    }
+#endif
     return MHA__KEEP(&c, workspace);
 }
 
@@ -2459,7 +2822,7 @@ MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w,
                                    int32_t t, const float *keys, const float *values, void *workspace,
                                    size_t workspace_bytes) {
     int st = mha__enter_cache(shape, w, cache, batch, t, NULL, keys, values, NULL, workspace,
-                              workspace_bytes, 0 MHA__FAST_ARGS(0, NULL, NULL));
+                              workspace_bytes, 0 MHA__FAST_ARGS(1, NULL, NULL));
     return MHA__DECODE_STEPS(st, workspace);
 }
 
