@@ -17,6 +17,8 @@
    vectors pin down), also in the fast build, where mha_decode and
    mha_forward take the fast path. Tolerance: 1e-5 (1 + max |ref|), the
    suite's. */
+#include <float.h>
+
 #include "test_util.h"
 
 #define TOL 1e-5f
@@ -484,12 +486,163 @@ static void test_statuses(void) {
     tu_problem_free(&p);
 }
 
+
+/* A parallel-for that runs the tasks in reverse order on this thread: the
+   result must not depend on the order. */
+static void reverse_for(void *user, mha_task task, void *arg, int32_t count) {
+    int32_t i;
+    (void)user;
+    for (i = count - 1; i >= 0; --i) task(arg, i);
+}
+
+/* A long cache (several split-KV chunks on the fast path): a prefill of
+   `pre` tokens in one chunk, then steps one token at a time, with and
+   without packed weights, sequential and through a parallel-for: equal to
+   the causal forward, and bit for bit the same for either schedule. */
+static void test_long(void) {
+    int variant, all = 1, same = 1;
+    for (variant = 0; variant < 4; ++variant) {
+        mha_shape s = {0};
+        tu_problem p;
+        mha_cache c1, c2;
+        seq sq;
+        int32_t pre = 1100 + 37 * variant, steps = 6, len1 = 0, len2 = 0, at;
+        size_t bytes, pbytes = 0;
+        void *ws, *packed = NULL;
+        float *out1, *out2;
+        int ok = 1;
+        s.heads = 4;
+        s.kv_heads = variant % 2 ? 2 : 4;
+        s.d_q = s.d_k = s.d_v = 12;
+        s.p_q = s.p_k = 8;
+        s.p_v = 5 + variant;
+        s.p_o = 7;
+        tu_problem_make(&p, &s, 1, 1, 1, 1);
+        if (variant >= 2) { /* packed weights (a no-op under MHA_FAST 0) */
+            pbytes = mha_packed_weights_size(&s);
+            packed = malloc(pbytes ? pbytes : 1);
+            if (pbytes && mha_pack_weights(&s, &p.w, packed, pbytes) == MHA_OK) p.w.packed = packed;
+        }
+        seq_make(&sq, &s, &p.w, pre + steps, 0);
+        memset(&c1, 0, sizeof c1);
+        c1.capacity = pre + steps;
+        c1.k = tu_floats(mha_cache_bytes(&s, 1, c1.capacity) / sizeof(float), 0.0f);
+        c1.v = c1.k + (size_t)s.kv_heads * (size_t)c1.capacity * (size_t)s.p_k;
+        c1.length = &len1;
+        c2 = c1;
+        c2.k = tu_floats(mha_cache_bytes(&s, 1, c2.capacity) / sizeof(float), 0.0f);
+        c2.v = c2.k + (size_t)s.kv_heads * (size_t)c2.capacity * (size_t)s.p_k;
+        c2.length = &len2;
+        bytes = mha_decode_workspace_size(&s, 1, pre, c1.capacity);
+        ws = malloc(bytes);
+        out1 = tu_floats((size_t)pre * (size_t)s.p_o, 0.0f);
+        out2 = tu_floats((size_t)pre * (size_t)s.p_o, 0.0f);
+        ok &= mha_decode(&s, &p.w, &c1, 1, pre, sq.q, sq.k, sq.v, out1, ws, bytes) == MHA_OK;
+        ok &= mha_decode_parallel(&s, &p.w, &c2, 1, pre, sq.q, sq.k, sq.v, out2, ws, bytes, reverse_for, NULL) ==
+              MHA_OK;
+        ok &= close_to(out1, sq.want, (size_t)pre * (size_t)s.p_o);
+        same &= memcmp(out1, out2, (size_t)pre * (size_t)s.p_o * sizeof(float)) == 0;
+        for (at = pre; at < pre + steps; ++at) {
+            size_t o = (size_t)at;
+            ok &= mha_decode(&s, &p.w, &c1, 1, 1, sq.q + o * 12, sq.k + o * 12, sq.v + o * 12, out1, ws, bytes) ==
+                  MHA_OK;
+            ok &= mha_decode_parallel(&s, &p.w, &c2, 1, 1, sq.q + o * 12, sq.k + o * 12, sq.v + o * 12, out2, ws,
+                                      bytes, reverse_for, NULL) == MHA_OK;
+            ok &= close_to(out1, sq.want + o * (size_t)s.p_o, (size_t)s.p_o);
+            same &= memcmp(out1, out2, (size_t)s.p_o * sizeof(float)) == 0;
+        }
+        ok &= len1 == pre + steps && len2 == pre + steps;
+        same &= memcmp(c1.k, c2.k, mha_cache_bytes(&s, 1, c1.capacity)) == 0;
+        if (!ok) printf("long decode != forward: variant %d\n", variant);
+        all &= ok;
+        free(ws);
+        free(out1);
+        free(out2);
+        free(c1.k);
+        free(c2.k);
+        free(packed);
+        seq_free(&sq);
+        tu_problem_free(&p);
+    }
+    CHECK(all, "a cache of 1100 to 1217 positions: a prefill chunk, then steps, packed and unpacked weights, "
+               "equal the causal forward");
+    CHECK(same, "mha_decode_parallel with tasks in reverse order equals mha_decode bit for bit (cache too)");
+}
+
+/* Values that are not finite, or so large that the weighted sum would
+   overflow on the way: the same results (NaN where NaN, inf where inf,
+   finite values within the tolerance) as the reference path. */
+static void test_non_finite(void) {
+    static const float bad[4] = {INFINITY, -INFINITY, NAN, 3e37f};
+    int k, all = 1;
+    for (k = 0; k < 4; ++k) {
+        mha_shape s = {0};
+        tu_problem p;
+        mha_cache c1, c2;
+        int32_t len1 = 0, len2 = 0, n = 40, i;
+        size_t bytes1, bytes2, a;
+        void *ws1, *ws2;
+        float *out1, *out2, top = 0.0f;
+        int ok = 1;
+        s.heads = 2;
+        s.d_q = s.d_k = s.d_v = 4;
+        s.p_q = s.p_k = s.p_v = 4;
+        s.p_o = 4;
+        tu_problem_make(&p, &s, 1, n, n, 0);
+        for (i = 0; i < 16; ++i) ((float *)p.w.w_v)[i] = i % 5 == 0 ? 1.0f : 0.0f; /* W_v = I */
+        p.v[4 * 7 + 1] = bad[k]; /* token 7's value, component 1 */
+        if (k == 3)
+            for (i = 0; i < n * 4; ++i) p.v[i] = i % 2 ? 3e37f : -2e37f;
+        memset(&c1, 0, sizeof c1);
+        c1.capacity = n;
+        c1.k = tu_floats(mha_cache_bytes(&s, 1, n) / sizeof(float), 0.0f);
+        c1.v = c1.k + (size_t)2 * (size_t)n * 4;
+        c1.length = &len1;
+        c2 = c1;
+        c2.k = tu_floats(mha_cache_bytes(&s, 1, n) / sizeof(float), 0.0f);
+        c2.v = c2.k + (size_t)2 * (size_t)n * 4;
+        c2.length = &len2;
+        bytes1 = mha_decode_workspace_size(&s, 1, n, n);
+        bytes2 = mha_decode_reference_workspace_size(&s, 1, n, n);
+        ws1 = malloc(bytes1);
+        ws2 = malloc(bytes2);
+        out1 = tu_floats((size_t)n * 4, 0.0f);
+        out2 = tu_floats((size_t)n * 4, 0.0f);
+        ok &= mha_decode(&s, &p.w, &c1, 1, n, p.q, p.k, p.v, out1, ws1, bytes1) == MHA_OK;
+        ok &= mha_decode_reference(&s, &p.w, &c2, 1, n, p.q, p.k, p.v, out2, ws2, bytes2) == MHA_OK;
+        for (a = 0; a < (size_t)n * 4; ++a) /* the largest finite result */
+            if (fabsf(out2[a]) <= FLT_MAX && fabsf(out2[a]) > top) top = fabsf(out2[a]);
+        for (a = 0; a < (size_t)n * 4; ++a) {
+            float x = out1[a], y = out2[a];
+            if (x != x || y != y)
+                ok &= x != x && y != y;
+            else if (isinf(x) || isinf(y))
+                ok &= x == y;
+            else
+                ok &= fabsf(x - y) <= TOL * (1.0f + top);
+        }
+        if (!ok) printf("non-finite case %d: decode != decode_reference\n", k);
+        all &= ok;
+        free(ws1);
+        free(ws2);
+        free(out1);
+        free(out2);
+        free(c1.k);
+        free(c2.k);
+        tu_problem_free(&p);
+    }
+    CHECK(all, "values inf, -inf, NaN, and near FLT_MAX: mha_decode gives the reference path's NaN, inf and "
+               "finite results");
+}
+
 int main(void) {
     tu_seed(20261202u);
     test_decode_equals_forward();
     test_ring_equals_window();
     test_cross_attention();
     test_attend();
+    test_long();
+    test_non_finite();
     test_statuses();
     printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
            (double)worst_ratio);
