@@ -15,7 +15,8 @@
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
 #   make size       the size and stack table of README.md, regenerated
-#   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference
+#   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference;
+#                   then decoding steps: GB/s, % of the measured bandwidth, 2 threads, vs a llama2.c-style loop
 #   make peers      mha.h against PyTorch and an OpenBLAS composition, alternating (bench/peers.py)
 #   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
 #   make install    mha.h, LICENSE, mha.pc and the CMake package under $(DESTDIR)$(PREFIX); make uninstall
@@ -274,8 +275,12 @@ $(BUILD)/blas_mha: bench/blas_mha.c bench/shapes.h | $(BUILD)
 	$(CC) -O3 -march=native -ffast-math -std=c99 -Wall -Wextra -Werror $$(pkg-config --cflags openblas) $< -o $@ \
 	    $$(pkg-config --libs openblas) -lm
 
-bench: $(BUILD)/bench
+$(BUILD)/bench_decode: bench/bench_decode.c tests/two_threads.h mha.h | $(BUILD)
+	$(CC) -O2 -std=c99 -Wall -Wextra -Werror $(BENCHFLAGS) $< -o $@ -lm -pthread
+
+bench: $(BUILD)/bench $(BUILD)/bench_decode
 	$(BUILD)/bench
+	$(BUILD)/bench_decode
 
 peers: $(BUILD)/bench $(BUILD)/blas_mha
 	$(PYTHON) bench/peers.py

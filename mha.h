@@ -1287,6 +1287,34 @@ MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
     return mha__vselect_lt(z, mha__vset(0.3025f), t, e);
 }
 
+/* The sums of the lanes of a, b, c and d into out[0..3] (decoding's dot
+   products, four rows at a time). */
+#if !MHA_NO_SIMD && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
+#if defined(__AVX512F__)
+#define MHA__HALF(x) _mm256_add_ps(_mm512_castps512_ps256(x), \
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
+    __m256 a8 = MHA__HALF(a), b8 = MHA__HALF(b), c8 = MHA__HALF(c), d8 = MHA__HALF(d);
+#undef MHA__HALF
+#else
+    __m256 a8 = a, b8 = b, c8 = c, d8 = d;
+#endif
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
+MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
+    vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
+}
+#else
+MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
+    out[0] = mha__vhsum(a);
+    out[1] = mha__vhsum(b);
+    out[2] = mha__vhsum(c);
+    out[3] = mha__vhsum(d);
+}
+#endif
+
 /* The micro-kernel: c[MR][NR] (row stride ldc) = ((acc ? c : 0) + a b) + bias,
    with a [MR][k] (row stride lda), b one packed panel [k][NR] and bias NULL
    (none) or [NR] for every row. a b is summed from zero, so that a long dot
@@ -2072,39 +2100,108 @@ MHA__PRIVATE void mha__dec_range(const mha__ctx *c, size_t e, size_t r, size_t *
     if (w && at + 1 > w) *lo = at + 1 - w;
 }
 
+/* The scores of four query rows q0..q3 (p_q floats each) against the keys
+   of slots j0 .. j0+cl-1 (rows of p_k at K), times scale, into x[r][j] (row
+   stride DCH): p_k summed in blocks of KC as the GEMMs sum, the four dot
+   products of a key at once (the key's vectors loaded once). */
+MHA__PRIVATE void mha__dec_scores(const mha__ctx *c, const float *const *q, const float *K, size_t cl, float *x) {
+    size_t j, p, pe, pp;
+    float s4[4], t4[4];
+    for (j = 0; j < cl; ++j) {
+        const float *k = K + j * c->pk;
+        s4[0] = s4[1] = s4[2] = s4[3] = 0.0f;
+        for (p = 0; p < c->pk; p = pe) { /* blocks of KC */
+            mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, kv;
+            pe = c->pk - p < MHA__KC ? c->pk : p + MHA__KC;
+            for (pp = p; pp + MHA__VL <= pe; pp += MHA__VL) {
+                kv = mha__vload(k + pp);
+                a0 = mha__vfma(mha__vload(q[0] + pp), kv, a0);
+                a1 = mha__vfma(mha__vload(q[1] + pp), kv, a1);
+                a2 = mha__vfma(mha__vload(q[2] + pp), kv, a2);
+                a3 = mha__vfma(mha__vload(q[3] + pp), kv, a3);
+            }
+            mha__vhsum4(a0, a1, a2, a3, t4);
+            for (; pp < pe; ++pp) { /* a p_k that is not a multiple of VL */
+                t4[0] += q[0][pp] * k[pp];
+                t4[1] += q[1][pp] * k[pp];
+                t4[2] += q[2][pp] * k[pp];
+                t4[3] += q[3][pp] * k[pp];
+            }
+            s4[0] += t4[0];
+            s4[1] += t4[1];
+            s4[2] += t4[2];
+            s4[3] += t4[3];
+        }
+        x[j] = c->scale * s4[0];
+        x[MHA__DCH + j] = c->scale * s4[1];
+        x[2 * MHA__DCH + j] = c->scale * s4[2];
+        x[3 * MHA__DCH + j] = c->scale * s4[3];
+    }
+}
+
+/* o[r][a0 .. a0+4VL) for the four rows r: sum_j x[r][j] v_j over slots
+   0 .. cl-1 (rows of p_v at V, a0 + 4 VL <= p_v), in blocks of 32 slots
+   summed from zero and added with compensation (as mha__add_comp, lane by
+   lane), each slot's four vectors loaded once. o rows have stride os. */
+#define MHA__DEC_A(X) X(0) X(1) X(2) X(3)
+#define MHA__DEC_ZERO(a) b0##a = b1##a = b2##a = b3##a = mha__vset(0.0f);
+#define MHA__DEC_FMA(a)                                                                                  \
+    v = mha__vload(vj + (a) * MHA__VL);                                                                  \
+    b0##a = mha__vfma(w0, v, b0##a);                                                                     \
+    b1##a = mha__vfma(w1, v, b1##a);                                                                     \
+    b2##a = mha__vfma(w2, v, b2##a);                                                                     \
+    b3##a = mha__vfma(w3, v, b3##a);
+#define MHA__DEC_ADD1(r, a)                                                                              \
+    y = mha__vsub(b##r##a, mha__vload(cp + (r) * 4 * MHA__VL + (a) * MHA__VL));                        \
+    t = mha__vadd(mha__vload(sp + (r) * 4 * MHA__VL + (a) * MHA__VL), y);                              \
+    mha__vstore(cp + (r) * 4 * MHA__VL + (a) * MHA__VL,                                               \
+                mha__vsub(mha__vsub(t, mha__vload(sp + (r) * 4 * MHA__VL + (a) * MHA__VL)), y));       \
+    mha__vstore(sp + (r) * 4 * MHA__VL + (a) * MHA__VL, t);
+#define MHA__DEC_ADD(a) MHA__DEC_ADD1(0, a) MHA__DEC_ADD1(1, a) MHA__DEC_ADD1(2, a) MHA__DEC_ADD1(3, a)
+MHA__PRIVATE void mha__dec_values4(size_t pv, const float *x, const float *V, size_t cl, size_t a0, float *o,
+                                   size_t os) {
+    float sp[16 * MHA__VL], cp[16 * MHA__VL]; /* [row][4 VL]: the sums and their compensation */
+    size_t j, jb, r, l;
+    mha__v b00, b01, b02, b03, b10, b11, b12, b13, b20, b21, b22, b23, b30, b31, b32, b33, v, y, t;
+    for (l = 0; l < 16 * MHA__VL; ++l) sp[l] = cp[l] = 0.0f;
+    for (j = 0; j < cl; j = jb) {
+        jb = cl - j < 32 ? cl : j + 32;
+        MHA__DEC_A(MHA__DEC_ZERO)
+        for (; j < jb; ++j) {
+            const float *vj = V + j * pv + a0;
+            mha__v w0 = mha__vset(x[j]), w1 = mha__vset(x[MHA__DCH + j]), w2 = mha__vset(x[2 * MHA__DCH + j]);
+            mha__v w3 = mha__vset(x[3 * MHA__DCH + j]);
+            MHA__DEC_A(MHA__DEC_FMA)
+        }
+        MHA__DEC_A(MHA__DEC_ADD)
+    }
+    for (r = 0; r < 4; ++r)
+        for (l = 0; l < 4 * MHA__VL; ++l) o[r * os + l] = sp[r * 4 * MHA__VL + l];
+}
+
 /* Item `item` = (b, g, chunk) of the split-KV step, with the scratch st:
    for each row of kv head g, the chunk's max mx, sum l of e^(s - mx) and
-   output o = sum e^(s - mx) v, into res. Scores by vector dot products
-   (p_k summed in blocks of KC), weights by mha__softmax's rules, the
-   weighted sum in blocks of 32 slots added with compensation. */
+   output o = sum e^(s - mx) v, into res. Rows four at a time (a block of
+   fewer repeats its last row, whose results are not kept); scores by
+   mha__dec_scores, weights by mha__softmax's rules, the weighted sum by
+   mha__dec_values4 (p_v in groups of 4 VL; columns past the last whole
+   group one vector at a time, from a copy). */
 MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
     size_t b = item / (c->kv * f->chunks), g = item / f->chunks % c->kv, ch = item % f->chunks;
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, j0 = ch * MHA__DCH, cl, r0, rb;
     const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk, *V = c->cache->v + (b * c->kv + g) * c->ms * c->pv;
-    float *res = f->res + item * f->rows * f->pvs;
-    size_t r, j, p, a, lo, hi, pos;
+    float *res = f->res + item * f->rows * f->pvs, out4[4 * 4 * MHA__VL];
+    size_t r, j, a, lo, hi, pos, whole = c->pv / (4 * MHA__VL) * (4 * MHA__VL), l;
     cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
     for (r0 = 0; r0 < f->rows; r0 += MHA__DRB) {
+        const float *q[4];
         rb = f->rows - r0 < MHA__DRB ? f->rows - r0 : MHA__DRB;
-        for (r = 0; r < rb; ++r) { /* scores, the rule, the max and the weights of row r0 + r */
-            const float *q = f->q + ((b * c->kv + g) * f->rows + r0 + r) * c->pq;
-            float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, l;
-            for (j = 0; j < cl; ++j) {
-                const float *k = K + (j0 + j) * c->pk;
-                float sum = 0.0f;
-                for (p = 0; p < c->pk; p += MHA__KC) { /* blocks of KC, as the GEMMs sum */
-                    size_t pe = c->pk - p < MHA__KC ? c->pk : p + MHA__KC, pp = p;
-                    mha__v acc = mha__vset(0.0f);
-                    float tail = 0.0f;
-                    for (; pp + MHA__VL <= pe; pp += MHA__VL)
-                        acc = mha__vfma(mha__vload(q + pp), mha__vload(k + pp), acc);
-                    for (; pp < pe; ++pp) tail += q[pp] * k[pp];
-                    sum += mha__vhsum(acc) + tail;
-                }
-                x[j] = c->scale * sum;
-            }
+        for (r = 0; r < 4; ++r) q[r] = f->q + ((b * c->kv + g) * f->rows + r0 + (r < rb ? r : rb - 1)) * c->pq;
+        mha__dec_scores(c, q, K + j0 * c->pk, cl, st);
+        for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
+            float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__dec_range(c, e, r0 + r, &lo, &hi);
             if (lo > e - used || hi < e) /* not every position held is visible */
                 for (j = 0; j < cl; ++j) {
@@ -2113,24 +2210,37 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
                 }
             for (j = cl; j < MHA__UP(cl, MHA__VL); ++j) x[j] = ninf;
             mx = mha__rowmax(x, MHA__UP(cl, MHA__VL), ninf);
-            l = mx == ninf ? 0.0f : mha__softmax(x, MHA__UP(cl, MHA__VL), mx);
+            sum = mx == ninf ? 0.0f : mha__softmax(x, MHA__UP(cl, MHA__VL), mx);
             if (mx == ninf)
                 for (j = 0; j < cl; ++j) x[j] = 0.0f;
             o[c->pv] = mx;
-            o[c->pv + 1] = l;
+            o[c->pv + 1] = sum;
         }
-        for (r = 0; r < rb; ++r) { /* o = sum_j x_j v_j: blocks of 32 slots, compensated across them */
-            const float *x = st + r * MHA__DCH;
-            float *o = res + (r0 + r) * f->pvs;
-            for (a = 0; a < c->pv; ++a) {
-                float sum = 0.0f, comp = 0.0f, blk;
-                size_t jb;
+        for (; r < 4; ++r) /* rows past the block: weight 0 */
+            for (j = 0; j < cl; ++j) st[r * MHA__DCH + j] = 0.0f;
+        for (a = 0; a < whole; a += 4 * MHA__VL) {
+            mha__dec_values4(c->pv, st, V + j0 * c->pv, cl, a, out4, 4 * MHA__VL);
+            for (r = 0; r < rb; ++r)
+                for (l = 0; l < 4 * MHA__VL; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * 4 * MHA__VL + l];
+        }
+        for (a = whole; a < c->pv; a += MHA__VL) { /* the rest, a vector (or less) at a time */
+            size_t jb, lanes = c->pv - a < MHA__VL ? c->pv - a : MHA__VL;
+            for (r = 0; r < rb; ++r) {
+                mha__v sum = mha__vset(0.0f), comp = sum, blk, y, t;
+                float buf[MHA__VL];
                 for (j = 0; j < cl; j = jb) {
                     jb = cl - j < 32 ? cl : j + 32;
-                    for (blk = 0.0f; j < jb; ++j) blk += x[j] * V[(j0 + j) * c->pv + a];
-                    sum = mha__add_comp(sum, blk, &comp);
+                    for (blk = mha__vset(0.0f); j < jb; ++j) {
+                        for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? V[(j0 + j) * c->pv + a + l] : 0.0f;
+                        blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), mha__vload(buf), blk);
+                    }
+                    y = mha__vsub(blk, comp);
+                    t = mha__vadd(sum, y);
+                    comp = mha__vsub(mha__vsub(t, sum), y);
+                    sum = t;
                 }
-                o[a] = sum;
+                mha__vstore(buf, sum);
+                for (l = 0; l < lanes; ++l) res[(r0 + r) * f->pvs + a + l] = buf[l];
             }
         }
     }

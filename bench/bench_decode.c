@@ -1,0 +1,280 @@
+/* bench/bench_decode.c - times one decoding step (mha_decode over a KV cache)
+   on the decode shapes of README.md, "Benchmark", batch 1.
+
+   A step reads every cached key and value and every weight once: it is bound
+   by memory bandwidth, not by FLOPs. So this program first measures the
+   streaming-read bandwidth of the machine itself (a sum over a 512 MiB
+   array, one thread and two), then for each shape prints
+     - the fast path on one thread: median and minimum ms per step, the bytes
+       a step must read (cache + weights), the effective GB/s, and that as a
+       percentage of the measured one-thread streaming bandwidth;
+     - the fast path on 2 threads (mha_decode_parallel, tests/two_threads.h):
+       median ms and the speed-up over one thread;
+     - a baseline in the manner of llama2.c: a token-major cache
+       ([position][kv_heads*p]), one query head at a time over every position,
+       matrix-vector products row by row; its median ms and its time over
+       mha.h's (> 1: mha.h faster). Its output is checked against mha.h's.
+   Weights are packed once (mha_pack_weights); the cache holds m random
+   positions, and each timed call decodes t tokens at position m (the
+   lengths are set back to m before every call).
+
+       bench_decode [SECONDS_PER_SHAPE [SHAPE]]     default 1.0 s, every shape
+*/
+#define _POSIX_C_SOURCE 199309L
+#ifndef MHA_FAST
+#define MHA_FAST 1
+#endif
+#define MHA_IMPLEMENTATION
+#include "../mha.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../tests/two_threads.h"
+
+typedef struct dshape {
+    const char *name;
+    int heads, kv, d, p, m, t;
+} dshape;
+
+static const dshape SHAPES[] = {
+    {"D1", 8, 8, 512, 64, 1024, 1},
+    {"D2", 32, 8, 2048, 64, 4096, 1},
+    {"D3", 32, 8, 2048, 64, 32768, 1},
+    {"P", 32, 8, 2048, 64, 4096, 128},
+};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint32_t rng = 12345u;
+static float uniform(float lim) {
+    rng = rng * 1664525u + 1013904223u;
+    return lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
+}
+static void *alloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+static float *filled(size_t count, float lim) {
+    float *p = (float *)alloc(count * sizeof(float));
+    size_t i;
+    for (i = 0; i < count; ++i) p[i] = uniform(lim);
+    return p;
+}
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- streaming-read bandwidth ---------------------------------------------- */
+typedef struct sweep {
+    const float *x;
+    size_t n;
+    float sums[2];
+} sweep;
+
+static void sweep_task(void *arg, int32_t half) {
+    sweep *s = (sweep *)arg;
+    size_t lo = (size_t)half * (s->n / 2), hi = half ? s->n : s->n / 2, j;
+    mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    float lanes[MHA__VL];
+    int l;
+    for (j = lo; j + 4 * MHA__VL <= hi; j += 4 * MHA__VL) {
+        a0 = mha__vadd(a0, mha__vload(s->x + j));
+        a1 = mha__vadd(a1, mha__vload(s->x + j + MHA__VL));
+        a2 = mha__vadd(a2, mha__vload(s->x + j + 2 * MHA__VL));
+        a3 = mha__vadd(a3, mha__vload(s->x + j + 3 * MHA__VL));
+    }
+    mha__vstore(lanes, mha__vadd(mha__vadd(a0, a1), mha__vadd(a2, a3)));
+    s->sums[half] = 0.0f;
+    for (l = 0; l < MHA__VL; ++l) s->sums[half] += lanes[l];
+}
+
+/* GB/s of reading a 512 MiB array once: the best of 7 runs, on one thread
+   (both halves here) or two (tests/two_threads.h). */
+static double stream_gbs(int threads) {
+    static float *x;
+    sweep s;
+    double best = 1e30, t;
+    int rep;
+    s.n = (size_t)128 << 20;
+    if (!x) x = filled(s.n, 1.0f);
+    s.x = x;
+    for (rep = 0; rep < 7; ++rep) {
+        t = now();
+        if (threads == 2) {
+            two_threads(NULL, sweep_task, &s, 2);
+        } else {
+            sweep_task(&s, 0);
+            sweep_task(&s, 1);
+        }
+        t = now() - t;
+        if (s.sums[0] + s.sums[1] == 12345.0f) printf("?"); /* keeps the sums alive */
+        if (t < best) best = t;
+    }
+    return (double)s.n * 4.0 / best * 1e-9;
+}
+
+/* ---- the llama2.c-style baseline ---------------------------------------------
+   out[d] = W x, row by row, as llama2.c's matmul. */
+static void matvec(float *out, const float *x, const float *W, const float *b, int n, int d) {
+    int i, j;
+    for (i = 0; i < d; ++i) {
+        float val = 0.0f;
+        for (j = 0; j < n; ++j) val += W[(size_t)i * (size_t)n + (size_t)j] * x[j];
+        out[i] = val + (b ? b[i] : 0.0f);
+    }
+}
+
+typedef struct baseline {
+    float *kc, *vc;         /* [capacity][kv*p], token-major, as llama2.c's key_cache/value_cache */
+    float *q, *att, *xb;    /* [h*p], [capacity], [h*p] */
+} baseline;
+
+/* t tokens at positions pos.. : project, cache, attend head by head, W_o. */
+static void baseline_step(baseline *bl, const dshape *r, const mha_weights *w, int pos, const float *x, float *out) {
+    int h = r->heads, kv = r->kv, p = r->p, d = r->d, grp = h / kv, tok, i, j, a;
+    float scale = 1.0f / sqrtf((float)p);
+    for (tok = 0; tok < r->t; ++tok, x += d, out += d) {
+        int at = pos + tok;
+        matvec(bl->q, x, w->w_q, w->b_q, d, h * p);
+        matvec(bl->kc + (size_t)at * (size_t)(kv * p), x, w->w_k, w->b_k, d, kv * p);
+        matvec(bl->vc + (size_t)at * (size_t)(kv * p), x, w->w_v, w->b_v, d, kv * p);
+        for (i = 0; i < h; ++i) {
+            const float *q = bl->q + i * p;
+            float mx = -INFINITY, sum = 0.0f, *xb = bl->xb + i * p;
+            for (j = 0; j <= at; ++j) {
+                const float *k = bl->kc + (size_t)j * (size_t)(kv * p) + (i / grp) * p;
+                float s = 0.0f;
+                for (a = 0; a < p; ++a) s += q[a] * k[a];
+                bl->att[j] = s * scale;
+                if (bl->att[j] > mx) mx = bl->att[j];
+            }
+            for (j = 0; j <= at; ++j) {
+                bl->att[j] = expf(bl->att[j] - mx);
+                sum += bl->att[j];
+            }
+            for (a = 0; a < p; ++a) xb[a] = 0.0f;
+            for (j = 0; j <= at; ++j) {
+                const float *v = bl->vc + (size_t)j * (size_t)(kv * p) + (i / grp) * p;
+                float wgt = bl->att[j] / sum;
+                for (a = 0; a < p; ++a) xb[a] += wgt * v[a];
+            }
+        }
+        matvec(out, bl->xb, w->w_o, w->b_o, h * p, d);
+    }
+}
+
+enum { ONE, TWO, BASE };
+
+int main(int argc, char **argv) {
+    double budget = argc > 1 ? atof(argv[1]) : 1.0, bw1, bw2;
+    size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
+    fprintf(stderr, "bench_decode: measuring the streaming-read bandwidth...\n");
+    bw1 = stream_gbs(1);
+    bw2 = stream_gbs(2);
+    printf("vector unit: %s; measured streaming read (512 MiB): %.1f GB/s on one thread, %.1f GB/s on two; "
+           "weights packed once (mha_pack_weights)\n", MHA__SIMD_NAME, bw1, bw2);
+    printf("| shape | heads / kv | d | p | m | t | bytes per step | median ms | min ms | GB/s | %% of stream |"
+           " 2 threads ms | speed-up 2 threads | llama2.c-style ms | llama2.c-style / mha.h | max diff |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (s = 0; s < count; ++s) {
+        const dshape *r = &SHAPES[s];
+        mha_shape sh = {0};
+        mha_weights w = {0};
+        mha_weight_counts c;
+        mha_cache cache;
+        baseline bl;
+        int32_t len = r->m;
+        int cap = r->m + r->t, path, j;
+        size_t bytes, pbytes, kvp = (size_t)r->kv * (size_t)r->p, step_bytes, runs_max = 200;
+        double ms[3], mn[3], times[200], t0, start, diff = 0.0;
+        float *x, *out, *out_bl;
+        void *ws, *pack;
+        if (argc > 2 && strcmp(argv[2], r->name) != 0 && strcmp(argv[2], "all") != 0) continue;
+        sh.heads = r->heads;
+        sh.kv_heads = r->kv;
+        sh.d_q = sh.d_k = sh.d_v = sh.p_o = r->d;
+        sh.p_q = sh.p_k = sh.p_v = r->p;
+        if (mha_weight_counts_get(&sh, &c) != MHA_OK) return 1;
+        w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->d)); w.b_q = filled(c.b_q, 0.1f);
+        w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->d)); w.b_k = filled(c.b_k, 0.1f);
+        w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->d)); w.b_v = filled(c.b_v, 0.1f);
+        w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->p))); w.b_o = filled(c.b_o, 0.1f);
+        pbytes = mha_packed_weights_size(&sh);
+        pack = alloc(pbytes);
+        if (mha_pack_weights(&sh, &w, pack, pbytes) != MHA_OK) return 1;
+        w.packed = pack;
+        memset(&cache, 0, sizeof cache);
+        cache.capacity = cap;
+        cache.k = filled(mha_cache_bytes(&sh, 1, cap) / sizeof(float), 1.0f);
+        cache.v = cache.k + kvp * (size_t)cap;
+        cache.length = &len;
+        bl.kc = alloc(kvp * (size_t)cap * sizeof(float)); /* the same positions, token-major */
+        bl.vc = alloc(kvp * (size_t)cap * sizeof(float));
+        for (j = 0; j < r->m; ++j) {
+            int g, a;
+            for (g = 0; g < r->kv; ++g)
+                for (a = 0; a < r->p; ++a) {
+                    bl.kc[(size_t)j * kvp + (size_t)(g * r->p + a)] = cache.k[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
+                    bl.vc[(size_t)j * kvp + (size_t)(g * r->p + a)] = cache.v[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
+                }
+        }
+        bl.q = alloc((size_t)(r->heads * r->p) * sizeof(float));
+        bl.xb = alloc((size_t)(r->heads * r->p) * sizeof(float));
+        bl.att = alloc((size_t)cap * sizeof(float));
+        x = filled((size_t)r->t * (size_t)r->d, 1.0f);
+        out = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
+        out_bl = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
+        bytes = mha_decode_workspace_size(&sh, 1, r->t, cap);
+        ws = alloc(bytes);
+        /* cache (every slot in use after the step) + weights + biases */
+        step_bytes = 4 * (2 * kvp * (size_t)cap + c.w_q + c.w_k + c.w_v + c.w_o + c.b_q + c.b_k + c.b_v + c.b_o);
+        for (path = ONE; path <= BASE; ++path) {
+            size_t runs = 0;
+            fprintf(stderr, "bench_decode: shape %s (%zu of %zu): %s...\n", r->name, s + 1, count,
+                    path == ONE ? "one thread" : path == TWO ? "two threads" : "llama2.c-style baseline");
+            start = now();
+            while (runs < runs_max && (runs < 3 || now() - start < budget)) {
+                len = r->m;
+                t0 = now();
+                if (path == BASE) {
+                    baseline_step(&bl, r, &w, r->m, x, out_bl);
+                } else if (mha_decode_parallel(&sh, &w, &cache, 1, r->t, x, x, x, out, ws, bytes,
+                                               path == TWO ? two_threads : NULL, NULL) != MHA_OK) {
+                    fprintf(stderr, "bench_decode: mha_decode failed\n");
+                    return 1;
+                }
+                times[runs++] = now() - t0;
+            }
+            qsort(times, runs, sizeof times[0], cmp_double);
+            ms[path] = 1e3 * times[runs / 2];
+            mn[path] = 1e3 * times[0];
+        }
+        for (j = 0; j < r->t * r->d; ++j) { /* the same step, relative to the output's scale */
+            double e = fabs((double)out[j] - (double)out_bl[j]) / (1.0 + fabs((double)out_bl[j]));
+            if (e > diff || e != e) diff = e;
+        }
+        printf("| %s | %d / %d | %d | %d | %d | %d | %zu | %.3f | %.3f | %.1f | %.0f %% | %.3f | %.2f | %.3f | %.1f |"
+               " %.1e |\n", r->name, r->heads, r->kv, r->d, r->p, r->m, r->t, step_bytes, ms[ONE], mn[ONE],
+               (double)step_bytes / ms[ONE] * 1e-6, 100.0 * (double)step_bytes / ms[ONE] * 1e-6 / bw1, ms[TWO],
+               ms[ONE] / ms[TWO], ms[BASE], ms[BASE] / ms[ONE], diff);
+        fflush(stdout);
+        free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
+        free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
+        free(pack); free(cache.k); free(bl.kc); free(bl.vc); free(bl.q); free(bl.xb); free(bl.att);
+        free(x); free(out); free(out_bl); free(ws);
+    }
+    return 0;
+}
