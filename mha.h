@@ -675,8 +675,8 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PART
 #endif
 
 /* Checks a shape and fills the sizes of *c; MHA_OK, MHA_ERR_NULL (shape or
-   w) or MHA_ERR_SHAPE. Every count of the call is 0 (mha__counts sets them)
-   and every pointer of the call NULL until the caller sets it. */
+   w) or MHA_ERR_SHAPE. The counts of the call are the caller's to set
+   (mha__counts), and every pointer of the call is NULL until it sets it. */
 MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
     size_t k;
     if (!s || !w) return MHA_ERR_NULL;
@@ -688,7 +688,8 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     }
     if (c->h % c->kv != 0) return MHA_ERR_SHAPE;
     c->grp = c->h / c->kv;
-    c->batch = c->n = c->m = c->mp = c->ms = c->pa = 0;
+    c->pa = 0;
+    c->head = -1;
     c->w = w;
     c->mask = NULL;
     c->attn = NULL;
@@ -2708,7 +2709,7 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     mha__ctx c;
     mha_status st;
     if (!counts) return MHA_ERR_NULL;
-    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK) return st;
+    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK || (st = mha__counts(&c, 0, 0, 0)) != MHA_OK) return st;
     if (mha__layout(&c, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     counts->b_q = c.h * c.pq;
     counts->b_k = c.kv * c.pk;
@@ -2787,7 +2788,7 @@ MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
 #if MHA_FAST
     mha__ctx c;
     size_t per_g, per_i, bytes;
-    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, 0, 0, 0) != MHA_OK) return 0;
     bytes = mha__packed_bytes(&c, &per_g, &per_i);
     return bytes == SIZE_MAX ? 0 : bytes;
 #else
@@ -2799,7 +2800,7 @@ MHADEF size_t mha_packed_weights_size(const mha_shape *shape) {
 MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w, void *buffer, size_t bytes) {
     mha__ctx c;
     mha_status st = mha__setup(&c, shape, w);
-    if (st != MHA_OK) return st;
+    if (st != MHA_OK || (st = mha__counts(&c, 0, 0, 0)) != MHA_OK) return st;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o) return MHA_ERR_NULL;
 #if MHA_FAST
     {
@@ -2852,7 +2853,7 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
 MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const float *concat, float *out) {
     mha__ctx c;
     mha_status st = mha__setup(&c, shape, w);
-    if (st != MHA_OK) return st;
+    if (st != MHA_OK || (st = mha__counts(&c, 0, 0, 0)) != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
     if (mha__layout(&c, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, 1, 0, out);
