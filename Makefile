@@ -67,7 +67,7 @@ endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
-EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static
+EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
