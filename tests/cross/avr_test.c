@@ -2,7 +2,8 @@
    ATmega2560 under simavr: int is 16 bits, size_t is 16 bits, 8 KiB of RAM,
    so the data sits in RAM (mha.h reads weights through plain pointers, not
    from AVR program memory). Output goes through USART0; a sleep with
-   interrupts off ends the simulation. Built with MHA_NO_LIBM=1. */
+   interrupts off ends the simulation. Built with MHA_NO_LIBM=1. Also: each
+   case decoded token by token over a KV cache equals one causal forward. */
 #include <avr/interrupt.h>
 #include <avr/io.h>
 #include <avr/sleep.h>
@@ -72,6 +73,31 @@ int main(void) {
         check(mha_forward(&s, &ref_cases[0].w, 1, 1, 1, out, out, out, NULL, out, NULL, workspace, 512) ==
                   MHA_ERR_OVERFLOW,
               "16-bit size_t overflow", "overflow");
+    }
+    for (c = 0; c < REF_CASE_COUNT; ++c) { /* decode equals forward: the first min(n, m) tokens, causal */
+        static float cache[64], ref[16];
+        const ref_case *rc = &ref_cases[c];
+        int32_t len = 0, L = rc->n < rc->m ? rc->n : rc->m, po = rc->shape.p_o, t;
+        mha_mask causal = {1, 0, NULL, 0, NULL, NULL};
+        mha_cache kc = {NULL, NULL, NULL, 0, 0, 0};
+        size_t cb = mha_cache_bytes(&rc->shape, 1, L), bytes = mha_decode_workspace_size(&rc->shape, 1, 1, L);
+        float err = 0.0f, mx = 0.0f;
+        int ok = cb <= sizeof cache && bytes <= sizeof workspace && L * po <= 16;
+        ok = ok && mha_forward(&rc->shape, &rc->w, 1, L, L, rc->queries, rc->keys, rc->values, &causal, ref, NULL,
+                               workspace, mha_workspace_size(&rc->shape, 1, L, L)) == MHA_OK;
+        kc.k = cache;
+        kc.v = cache + (size_t)(rc->shape.kv_heads ? rc->shape.kv_heads : rc->shape.heads) * (size_t)L *
+                           (size_t)rc->shape.p_k;
+        kc.length = &len;
+        kc.capacity = L;
+        for (t = 0; ok && t < L; ++t)
+            ok = mha_decode(&rc->shape, &rc->w, &kc, 1, 1, rc->queries + t * rc->shape.d_q, rc->keys + t * rc->shape.d_k,
+                            rc->values + t * rc->shape.d_v, out + t * po, workspace, bytes) == MHA_OK;
+        for (i = 0; ok && i < L * po; ++i) {
+            if (absf(out[i] - ref[i]) > err) err = absf(out[i] - ref[i]);
+            if (absf(ref[i]) > mx) mx = absf(ref[i]);
+        }
+        check(ok && len == L && err <= 1e-5f * (1.0f + mx), "decode token by token equals causal mha_forward", rc->name);
     }
     printf("avr: %d cases, sizeof(int) %d, sizeof(size_t) %d\n", REF_CASE_COUNT, (int)sizeof(int),
            (int)sizeof(size_t));

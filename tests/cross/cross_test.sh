@@ -4,13 +4,15 @@
 # "N passed, M failed"; the last line is the total over all targets.
 #   Cortex-M4F (mps2-an386), Cortex-M3 soft float (mps2-an385), Cortex-M33
 #   (mps2-an505) under qemu-system-arm with semihosting: the PyTorch vector
-#   suite (also with MHA_NO_LIBM=1), the hostile-input tests, the math ulp
-#   test, and examples/firmware;
-#   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h);
+#   suite (also with MHA_NO_LIBM=1), the hostile-input tests, decoding
+#   against the forward pass (tests/test_decode.c with TEST_DECODE_SMALL: no
+#   long caches), the math ulp test, and examples/firmware;
+#   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h)
+#   and each of its cases decoded token by token;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
 #   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
-#   reference, plus the suite on it;
+#   reference, plus the suite and the decoding tests on it;
 #   Cortex-M0+ and RISC-V rv32imac: compile only, with -Werror;
 #   a bare Cortex-M4F image around mha.h, checked with nm for heap and
 #   double-precision helpers.
@@ -19,6 +21,7 @@ mkdir -p "$B"
 STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror"
 SUITE="tests/test_mha.c tests/test_impl.c"
 HOSTILE="tests/test_hostile.c tests/test_impl.c"
+DECODE="tests/test_decode.c tests/test_impl.c"
 REPLAY="tests/fuzz/fuzz_mha.c tests/fuzz/replay.c tests/test_impl.c"
 CORPUS=$(ls tests/fuzz/corpus/* | tr '\n' ' ')
 total_p=0; total_f=0
@@ -43,11 +46,13 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-mha.elf" $cc $SUITE -lm || ok=0
     build "$B/$name-mha-nolibm.elf" $cc -DMHA_NO_LIBM=1 $SUITE -lm || ok=0 # -lm: for the tests' own use
     build "$B/$name-hostile.elf" $cc $HOSTILE -lm || ok=0
+    build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
     build "$B/$name-firmware.elf" $cc -Iexamples/firmware examples/firmware/main.c || ok=0
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
-        "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-mathf.elf" \
+        "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
+        "timeout 300 $run $B/$name-mathf.elf" \
         "timeout 60 $run $B/$name-firmware.elf" 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault' 
     add "$name" "$out"
@@ -90,6 +95,8 @@ linux() { # linux NAME RUNNER CC ARGS...
     build "$B/$name-fast" "$@" -O2 $STRICT $extra -Wno-conversion -Wno-double-promotion -Itests tests/test_fast.c -lm ||
         ok=0
     build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $SUITE -lm || ok=0
+    build "$B/$name-decode" "$@" -O2 -std=c99 -Itests $DECODE -lm || ok=0
+    build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $DECODE -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
     if [ "$name" = aarch64 ]; then
@@ -100,7 +107,8 @@ linux() { # linux NAME RUNNER CC ARGS...
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "$runner $B/$name-mha" "$runner $B/$name-hostile" "$runner $B/$name-replay $CORPUS" \
         "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" \
-        "$runner $B/$name-fast" "$runner $B/$name-mha-fast" ${fastp:+"$fastp"} 2>&1)
+        "$runner $B/$name-fast" "$runner $B/$name-mha-fast" "$runner $B/$name-decode" \
+        "$runner $B/$name-decode-fast" ${fastp:+"$fastp"} 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
 }
