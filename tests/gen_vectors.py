@@ -36,6 +36,7 @@ class Writer:
     def __init__(self):
         self.arrays = []
         self.cases = []
+        self.core = []  # cases of the attend stage alone (mha_attend)
         self.count = 0
 
     def array(self, ctype, values, fmt):
@@ -73,6 +74,13 @@ class Writer:
             f.write("\n\nstatic const ref_case ref_cases[] = {\n")
             f.write(",\n".join(self.cases))
             f.write("\n};\n#define REF_CASE_COUNT ((int)(sizeof ref_cases / sizeof ref_cases[0]))\n")
+            if self.core:
+                f.write("\n/* The attend stage alone: queries, keys, values are projected ([batch][n][heads*p_q],\n"
+                        "   [batch][m][kv_heads*p_k], [batch][m][kv_heads*p_v]); out is the heads' outputs,\n"
+                        "   [batch][n][heads*p_v], before W_o; w holds only the additive weights. */\n")
+                f.write("static const ref_case ref_core_cases[] = {\n")
+                f.write(",\n".join(self.core))
+                f.write("\n};\n#define REF_CORE_COUNT ((int)(sizeof ref_core_cases / sizeof ref_core_cases[0]))\n")
 
 
 W = Writer()
@@ -133,7 +141,7 @@ def reference(S, w, q, k, v, mask):
     return out, P
 
 
-def emit(group, name, S, w, q, k, v, mask, out, attn):
+def emit(group, name, S, w, q, k, v, mask, out, attn, core=False):
     h = S["heads"]
     score = "MHA_SCORE_DOT" if S["score"] == "dot" else "MHA_SCORE_ADDITIVE"
     shape = "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %s, %d, %s}" % (
@@ -151,7 +159,7 @@ def emit(group, name, S, w, q, k, v, mask, out, attn):
             1 if (vl is not None and vl.dim() == 2) else 0, W.bytes_(mask.get("keep")), W.floats(mask.get("bias"))),
         W.floats(out), W.floats(attn),
     ]
-    W.cases.append("    {" + ", ".join(fields) + "}")
+    (W.core if core else W.cases).append("    {" + ", ".join(fields) + "}")
 
 
 def make_weights(S, bias=True):
@@ -299,6 +307,40 @@ def comp_cases():
               weights=True)
 
 
+def core_case(group, name, S, B, n, m, mask=None):
+    """The attend stage on projected inputs (mha_attend): the float64 composition of
+    reference() with identity projections and no biases, so that H (before W_o) is the
+    output. The projected inputs are random float32, as a caller's GEMMs would give."""
+    S = dict(S)
+    S.setdefault("kv_heads", 0)
+    h, kv = S["heads"], S["kv_heads"] or S["heads"]
+    S.update(d_q=h * S["p_q"], d_k=kv * S["p_k"], d_v=kv * S["p_v"], p_o=h * S["p_v"])
+    mask = dict(mask or {})
+    for key in ("keep", "bias", "valid_lens"):
+        if callable(mask.get(key)):
+            mask[key] = mask[key](B, n, m)
+    full = make_weights(S, bias=False)
+    w = {key: full[key] for key in ("a_q", "a_k", "a_v") if key in full}
+    eye = {"w_q": torch.eye(S["d_q"]), "w_k": torch.eye(S["d_k"]), "w_v": torch.eye(S["d_v"]),
+           "w_o": torch.eye(S["p_o"])}
+    q, k, v = rand(B, n, S["d_q"]), rand(B, m, S["d_k"]), rand(B, m, S["d_v"])
+    out, P = reference(S, dict(w, **eye), q, k, v, mask)
+    emit(group, name, S, w, q, k, v, mask, out, P, core=True)
+
+
+def core_cases():
+    gen = dict(heads=2, d_q=1, d_k=1, d_v=1, p_q=3, p_k=3, p_v=4, p_o=1, score="dot")
+    core_case("core", "dot", gen, 2, 3, 4)
+    core_case("core", "gqa_causal", dict(gen, heads=4, kv_heads=2), 2, 4, 5, mask=dict(causal=1, causal_offset=1))
+    core_case("core", "mqa_valid_lens_bias", dict(gen, heads=3, kv_heads=1), 2, 3, 4,
+              mask=dict(valid_lens=torch.tensor([3, 1]), bias=lambda B, n, m: rand(B, n, m, lo=-2, hi=2)))
+    core_case("core", "keep_fully_masked", gen, 1, 3, 4,
+              mask=dict(keep=lambda B, n, m: torch.tensor([[[1, 0, 1, 0], [0, 0, 0, 0], [1, 1, 1, 1]]],
+                                                          dtype=torch.uint8)))
+    add = dict(heads=2, d_q=1, d_k=1, d_v=1, p_q=3, p_k=5, p_v=2, p_o=1, score="additive", p_a=4)
+    core_case("core", "additive_gqa", dict(add, heads=4, kv_heads=2), 2, 3, 5, mask=dict(causal=1))
+
+
 def small_cases():
     """A reduced set for targets with a few KiB of RAM (AVR): tiny sizes."""
     torch_case("torch_mha_packed", "tiny", 4, 2, 1, 2, 3)
@@ -319,4 +361,5 @@ if __name__ == "__main__":
     else:
         torch_cases()
         comp_cases()
+        core_cases()
         W.write(args[0] if args else "tests/ref_vectors.h")

@@ -70,6 +70,70 @@ static void test_reference_vectors(void) {
                (double)groups[g].worst_abs, (double)(groups[g].worst / TOL));
 }
 
+/* The attend stage alone (mha_attend) on the generator's projected inputs,
+   against its float64 composition: the heads' outputs before W_o, and attn;
+   then mha_output_rows on those outputs equals W_o h + b_o in double. */
+static void test_core_vectors(void) {
+#ifdef REF_CORE_COUNT
+    int c;
+    float worst = 0.0f;
+    for (c = 0; c < REF_CORE_COUNT; ++c) {
+        const ref_case *rc = &ref_core_cases[c];
+        size_t n_out = (size_t)rc->batch * (size_t)rc->n * (size_t)rc->shape.p_o;
+        size_t n_attn = (size_t)rc->batch * (size_t)rc->shape.heads * (size_t)rc->n * (size_t)rc->m;
+        size_t bytes = mha_attend_workspace_size(&rc->shape, rc->batch, rc->n, rc->m);
+        float *out = (float *)calloc(n_out, sizeof(float)), *attn = (float *)calloc(n_attn, sizeof(float));
+        void *ws = malloc(bytes);
+        mha_status st = mha_attend(&rc->shape, &rc->w, rc->batch, rc->n, rc->m, rc->queries, rc->keys, rc->values,
+                                   &rc->mask, out, attn, ws, bytes);
+        float err = tu_max_diff(out, rc->out, n_out), allow = 1.0f + tu_max_abs(rc->out, n_out);
+        float ea = tu_max_diff(attn, rc->attn, n_attn);
+#if defined(MHA_NO_ADDITIVE) && MHA_NO_ADDITIVE
+        if (rc->shape.score == MHA_SCORE_ADDITIVE) {
+            CHECK(st == MHA_ERR_SHAPE, "core/%s: MHA_NO_ADDITIVE gives status %d", rc->name, (int)st);
+            free(out); free(attn); free(ws);
+            continue;
+        }
+#endif
+        CHECK(st == MHA_OK && err <= TOL * allow && ea <= TOL * 2.0f, "core/%s: status %d, error %g, attn %g",
+              rc->name, (int)st, (double)err, (double)ea);
+        if (err / allow > worst) worst = err / allow;
+        free(out);
+        free(attn);
+        free(ws);
+    }
+    printf("attend stage (mha_attend) on projected inputs: %d PyTorch cases, worst %.3g of the tolerance\n",
+           REF_CORE_COUNT, (double)(worst / TOL));
+    {   /* mha_output_rows: rows of W_o h + b_o */
+        mha_shape s = {0};
+        tu_problem p;
+        float *cat, *got;
+        size_t rows = 5, r, o, i, hpv;
+        int ok;
+        s.heads = 3; s.d_q = s.d_k = s.d_v = 2; s.p_q = s.p_k = 2; s.p_v = 3; s.p_o = 4;
+        tu_problem_make(&p, &s, 1, 1, 1, 1);
+        hpv = (size_t)s.heads * (size_t)s.p_v;
+        cat = tu_floats(rows * hpv, 1.0f);
+        got = tu_floats(rows * (size_t)s.p_o, 0.0f);
+        ok = mha_output_rows(&s, &p.w, (int32_t)rows, cat, got) == MHA_OK;
+        for (r = 0; r < rows; ++r)
+            for (o = 0; o < (size_t)s.p_o; ++o) {
+                double want = p.w.b_o[o];
+                for (i = 0; i < hpv; ++i) want += (double)p.w.w_o[o * hpv + i] * cat[r * hpv + i];
+                ok &= fabs(got[r * (size_t)s.p_o + o] - want) <= 1e-5 * (1.0 + fabs(want));
+            }
+        CHECK(ok, "mha_output_rows: 5 rows of W_o h + b_o against double");
+        CHECK(mha_output_rows(&s, &p.w, -1, cat, got) == MHA_ERR_SHAPE &&
+                  mha_output_rows(&s, &p.w, 5, NULL, got) == MHA_ERR_NULL &&
+                  mha_output_rows(&s, &p.w, 0, cat, got) == MHA_OK,
+              "mha_output_rows: rows < 0, concat NULL, rows 0");
+        free(cat);
+        free(got);
+        tu_problem_free(&p);
+    }
+#endif
+}
+
 /* The reference path (mha_forward_reference, which is mha_forward under
    MHA_FAST 0) agrees bit for bit with mha_head -> mha_concat -> mha_output,
    for every reference case whose mask mha_head can express (none, or [batch]
@@ -634,6 +698,7 @@ static void test_entry_points(void) {
 
 int main(void) {
     test_reference_vectors();
+    test_core_vectors();
     test_composition();
     test_seed_questions();
     test_permutation(0);
