@@ -163,13 +163,20 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) $(FASTMHA) tests/test_fast.c -o $(BUILD)/asan_fast_simd $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(HOSTILE) -o $(BUILD)/asan_hostile_fast $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
+	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
-	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)"
+	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
+	    "$(IFSIMD) $(BUILD)/asan_decode_fast"
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
-valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD)
+valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD) \
+          $(BUILD)/test_decode $(BUILD)/test_decode_portable
 	@sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode_portable" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_hostile" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/replay $(CORPUS)" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_threads" \
@@ -180,7 +187,9 @@ tsan: | $(BUILD)
 	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
 	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_FAST_THREADS $(FASTMHA) -Itests \
 	    tests/test_fast.c -o $(BUILD)/tsan_fast $(LDLIBS) -pthread
-	@sh tests/run.sh $(BUILD)/tsan_threads "$(IFSIMD) $(BUILD)/tsan_fast 40"
+	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_DECODE_THREADS -DMHA_FAST=1 $(FASTMHA) \
+	    -Itests $(DECODE) -o $(BUILD)/tsan_decode $(LDLIBS) -pthread
+	@sh tests/run.sh $(BUILD)/tsan_threads "$(IFSIMD) $(BUILD)/tsan_fast 40" "$(IFSIMD) $(BUILD)/tsan_decode"
 
 # libFuzzer grows a scratch copy of the committed corpus; prints the execution count.
 fuzz: | $(BUILD)

@@ -2980,7 +2980,16 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
 
 /*
    Revision history:
-       0.2.0  accuracy: every sum in blocks, compensated across them (never
+       0.2.0  decoding over a caller-owned KV cache: mha_cache, mha_cache_append,
+              mha_decode (self-attention with chunks of any length, a sliding
+              window as a ring buffer, cross-attention), its fast path
+              (split-KV, GQA groups read once, bit for bit the same for any
+              schedule) and mha_decode_parallel; MHA_ERR_CAPACITY. The
+              stages as public functions: mha_attend (the attend stage on
+              projected inputs) and mha_output_rows; one orchestration loop
+              for mha_forward, mha_head and mha_attend. MHA_WORKSPACE_STATE
+              is 48 pointers (was 40).
+              accuracy: every sum in blocks, compensated across them (never
               less accurate than PyTorch's fp32 module, error independent of
               m); exp within 1 ulp and tanh within 1.2 ulp on every build;
               one underflow rule on both paths; the fast path's finite

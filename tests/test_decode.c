@@ -338,6 +338,10 @@ static void test_attend(void) {
 }
 
 #if !defined(TEST_DECODE_SMALL) || !TEST_DECODE_SMALL
+#ifdef TEST_DECODE_THREADS /* make tsan: two real threads */
+#include "two_threads.h"
+#define reverse_for two_threads
+#else
 /* A parallel-for that runs the tasks in reverse order on this thread: the
    result must not depend on the order. */
 static void reverse_for(void *user, mha_task task, void *arg, int32_t count) {
@@ -345,6 +349,7 @@ static void reverse_for(void *user, mha_task task, void *arg, int32_t count) {
     (void)user;
     for (i = count - 1; i >= 0; --i) task(arg, i);
 }
+#endif
 
 /* A long cache (several split-KV chunks on the fast path): a prefill of
    `pre` tokens in one chunk, then steps one token at a time, with and

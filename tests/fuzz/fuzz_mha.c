@@ -11,6 +11,13 @@
         inf outputs, finite outputs within the tolerance);
      4. nothing is read or written outside the buffers (ASan, exact-size
         allocations) and no UB happens (UBSan).
+   When the input goes on after a runnable case, its next bytes may drive a
+   decoding call with the same shape and weights (fz_decode): a KV cache of
+   any capacity, window, element type and lengths, self- or cross-attention,
+   NULLs, a short or missing workspace; the status must equal
+   fz_decode_status(), an independent predicate written from the README's
+   decoding rules; on an error the cache and lengths are unchanged; on the
+   fast path mha_decode agrees with mha_decode_reference.
    A failed check aborts, which libFuzzer reports with the input.
    Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
    runs the committed corpus through the same function without libFuzzer. */
@@ -24,7 +31,7 @@
 #include "../naive_ref.h"
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
-unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared;
+unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode;
 
 typedef struct fuzz_reader {
     const uint8_t *p;
@@ -164,6 +171,155 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     } while (0)
 
 static float *fz_alloc(size_t count) { return (float *)malloc((count ? count : 1) * sizeof(float)); }
+
+/* The status mha_decode (queries given) must return for a valid shape, from
+   the README's decoding rules alone. kv: 0 neither keys nor values (cross-
+   attention), 1 both, 2 keys only, 3 values only; null_which: 1 the cache,
+   2 cache->k, 3 cache->length, 4 queries, 5 out. */
+static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t, int32_t cap, int32_t window,
+                                   int32_t type, const int32_t *lens, int kv, int null_which, const void *ws,
+                                   size_t ws_bytes) {
+    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, b;
+    int64_t H = s->heads, pa = s->score == MHA_SCORE_ADDITIVE ? s->p_a : 0;
+    fz_u limit = (fz_u)SIZE_MAX, total;
+    if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
+    if (null_which == 1) return MHA_ERR_NULL;
+    if (cap < 1 || window < 0 || type != 0 || (window && kv && t > 0 && (int64_t)window + t - 1 > cap))
+        return MHA_ERR_SHAPE;
+    if (null_which >= 2 || kv >= 2) return MHA_ERR_NULL;
+    if (fz_bytes3(batch, t, s->d_q) >= limit || (kv && fz_bytes3(batch, t, s->d_k) >= limit) ||
+        (kv && fz_bytes3(batch, t, s->d_v) >= limit) || fz_bytes3(batch, t, s->p_o) >= limit ||
+        fz_mul(fz_bytes3(batch, kvh, cap), (fz_u)s->p_k) >= limit ||
+        fz_mul(fz_bytes3(batch, kvh, cap), (fz_u)s->p_v) >= limit)
+        return MHA_ERR_OVERFLOW;
+    /* 4 (h p_q + p_a + capacity + h p_v + h capacity p_a) + 64 + the call state */
+    total = fz_add(fz_mul((fz_u)H, (fz_u)s->p_q), fz_add((fz_u)pa, (fz_u)cap));
+    total = fz_add(total, fz_add(fz_mul((fz_u)H, (fz_u)s->p_v), fz_mul(fz_mul((fz_u)H, (fz_u)cap), (fz_u)pa)));
+    total = fz_add(fz_mul(total, 4u), (fz_u)(MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE));
+    if (total >= limit) return MHA_ERR_OVERFLOW;
+#if defined(MHA_FAST) && MHA_FAST
+    total = (fz_u)mha_decode_workspace_size(s, batch, t, cap); /* the fast path's own amount */
+#endif
+    if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
+    for (b = 0; b < batch; ++b)
+        if (lens[b] < 0 || (!window && lens[b] > cap)) return MHA_ERR_MASK;
+    for (b = 0; b < batch; ++b)
+        if ((int64_t)lens[b] + (kv ? t : 0) > (window ? (int64_t)INT32_MAX : (int64_t)cap)) return MHA_ERR_CAPACITY;
+    return MHA_OK;
+}
+
+/* A decoding call driven by the rest of the input (see the top). */
+static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch) {
+    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, t, cap, window, type, *lens, *lens2, b;
+    int kv, null_which, specials = 0, finite = 1;
+    size_t nq, nk, nv, no, ncache, bytes, exact, j;
+    float *q, *k, *v, *out, *store, *store2;
+    uint8_t ws_mode, *ws_block;
+    void *ws;
+    mha_cache c, c2;
+    mha_status want, got;
+    if (fz_byte(r) % 2 == 0) return; /* no decoding this time */
+    t = fz_size(r);
+    cap = fz_size(r);
+    window = fz_byte(r) % 3 == 0 ? fz_size(r) : 0;
+    type = fz_byte(r) % 16 == 15;
+    kv = fz_byte(r) % 8;
+    kv = kv < 2 ? 1 : kv == 2 ? 0 : kv == 7 ? 2 + (fz_byte(r) & 1) : 1;
+    null_which = fz_byte(r) % 24;
+    if (null_which > 5) null_which = 0;
+    ws_mode = fz_byte(r);
+    if (t < 0 || t > 40 || cap < 1 || cap > 96 || batch > 8 || (uint64_t)batch * (uint64_t)kvh * (uint64_t)cap *
+        ((uint64_t)s->p_k + (uint64_t)s->p_v) > 65536u) {
+        /* too large (or invalid) to run here: small dummy buffers, which an error must never touch */
+        static float dummy[4];
+        static int32_t dlens[64];
+        static unsigned char dws[256];
+        for (b = 0; b < batch && b < 64; ++b) dlens[b] = (int32_t)(fz_byte(r) % 4);
+        memset(&c, 0, sizeof c);
+        c.k = null_which == 2 ? NULL : dummy;
+        c.v = dummy;
+        c.length = null_which == 3 ? NULL : dlens;
+        c.capacity = cap;
+        c.window = window;
+        c.type = type;
+        want = fz_decode_status(s, batch, t, cap, window, type, dlens, kv, null_which, dws, sizeof dws);
+        if (want == MHA_OK) return; /* valid: too large to run here */
+        got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : dummy,
+                         kv == 1 || kv == 2 ? dummy : NULL, kv == 1 || kv == 3 ? dummy : NULL,
+                         null_which == 5 ? NULL : dummy, dws, sizeof dws);
+        if (got != want) FZ_FAIL("decode (error path): status %d, predicted %d", (int)got, (int)want);
+        ++fuzz_count_decode;
+        return;
+    }
+    lens = (int32_t *)malloc(((size_t)batch + 1) * sizeof(int32_t));
+    lens2 = (int32_t *)malloc(((size_t)batch + 1) * sizeof(int32_t));
+    for (b = 0; b < batch; ++b) {
+        uint8_t x = fz_byte(r);
+        lens[b] = x == 255 ? INT32_MAX : x == 254 ? -1 : x == 253 ? INT32_MAX - 2 : (int32_t)(x % (uint8_t)(cap + 2));
+    }
+    nq = (size_t)batch * (size_t)t * (size_t)s->d_q;
+    nk = (size_t)batch * (size_t)t * (size_t)s->d_k;
+    nv = (size_t)batch * (size_t)t * (size_t)s->d_v;
+    no = (size_t)batch * (size_t)t * (size_t)s->p_o;
+    ncache = (size_t)batch * (size_t)kvh * (size_t)cap * ((size_t)s->p_k + (size_t)s->p_v);
+    q = fz_alloc(nq); k = fz_alloc(nk); v = fz_alloc(nv); out = fz_alloc(no);
+    store = fz_alloc(ncache); store2 = fz_alloc(ncache);
+    for (j = 0; j < nq; ++j) q[j] = fz_value(r, specials, &finite);
+    for (j = 0; j < nk; ++j) k[j] = fz_value(r, specials, &finite);
+    for (j = 0; j < nv; ++j) v[j] = fz_value(r, specials, &finite);
+    for (j = 0; j < ncache; ++j) store[j] = fz_value(r, specials, &finite); /* earlier positions */
+    memcpy(store2, store, (ncache ? ncache : 1) * sizeof(float));
+    memcpy(lens2, lens, ((size_t)batch + 1) * sizeof(int32_t));
+    memset(&c, 0, sizeof c);
+    c.k = null_which == 2 ? NULL : store;
+    c.v = store + (size_t)batch * (size_t)kvh * (size_t)cap * (size_t)s->p_k;
+    c.length = null_which == 3 ? NULL : lens;
+    c.capacity = cap;
+    c.window = window;
+    c.type = type;
+    exact = mha_decode_workspace_size(s, batch, t, cap);
+    bytes = (ws_mode & 3) == 1 && exact > 0 ? exact - 1 : exact;
+    ws_block = (uint8_t *)malloc(bytes + 64);
+    ws = (ws_mode & 3) == 2 && ws_mode > 200 ? NULL : ws_block + (ws_mode >> 2) % 64u;
+    want = fz_decode_status(s, batch, t, cap, window, type, lens, kv, null_which, ws, bytes);
+    got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : q,
+                     kv == 1 || kv == 2 ? k : NULL, kv == 1 || kv == 3 ? v : NULL, null_which == 5 ? NULL : out, ws,
+                     bytes);
+    if (got != want) FZ_FAIL("decode: status %d, predicted %d", (int)got, (int)want);
+    if (got != MHA_OK) {
+        if (memcmp(store, store2, (ncache ? ncache : 1) * sizeof(float)) != 0 ||
+            memcmp(lens, lens2, (size_t)batch * sizeof(int32_t)) != 0)
+            FZ_FAIL("decode: an error wrote the cache or its lengths");
+    } else {
+        for (j = 0; j < no; ++j)
+            if (!isfinite(out[j])) FZ_FAIL("decode: finite inputs gave out[%lu] = %g", (unsigned long)j, (double)out[j]);
+#if defined(MHA_FAST) && MHA_FAST
+        { /* the reference path on the same cache as it was: the same results */
+            size_t rb = mha_decode_reference_workspace_size(s, batch, t, cap);
+            float *ro = fz_alloc(no), mx = 0.0f;
+            void *rw = malloc(rb);
+            c2 = c;
+            c2.k = store2;
+            c2.v = store2 + (c.v - store);
+            c2.length = lens2;
+            if (mha_decode_reference(s, w, &c2, batch, t, q, kv ? k : NULL, kv ? v : NULL, ro, rw, rb) != MHA_OK)
+                FZ_FAIL("decode: the reference path is not MHA_OK");
+            for (j = 0; j < no; ++j) mx = fabsf(ro[j]) > mx ? fabsf(ro[j]) : mx;
+            for (j = 0; j < no; ++j)
+                if (!(fabsf(out[j] - ro[j]) <= 1e-4f * (1.0f + mx)))
+                    FZ_FAIL("decode: fast out[%lu] = %.9g, reference %.9g", (unsigned long)j, (double)out[j],
+                            (double)ro[j]);
+            if (memcmp(lens, lens2, (size_t)batch * sizeof(int32_t)) != 0) FZ_FAIL("decode: lengths differ");
+            free(ro);
+            free(rw);
+        }
+#else
+        (void)c2;
+#endif
+    }
+    ++fuzz_count_decode;
+    free(q); free(k); free(v); free(out); free(store); free(store2); free(lens); free(lens2); free(ws_block);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -348,6 +504,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(ref);
         free(ref_attn);
         ++fuzz_count_ok_compared;
+        if (!fz_huge && null_which == 0) fz_decode(&r, &s, &w, batch);
     }
     for (i = 0; i < n_arr; ++i) free(arr[i]);
     free(lens);
