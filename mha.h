@@ -1984,15 +1984,16 @@ typedef struct mha__dec {
     float *q;                 /* [batch][kv][rows][p_q]: projected queries */
     float *res;               /* [items][rows][p_v + 2]: a chunk's output, then its max and sum */
     float *cat;               /* [batch][t][h p_v]: the heads' outputs */
-    float *scr;               /* [tasks][DRB][DCH]: a block's scores and weights; after them [slots] for
-                                 the reference rules of a row that is not finite */
+    float *scr;               /* [tasks][DRB][DCH]: a block's scores and weights (and then [capacity]:
+                                 the scores of a row computed again) */
+    float *mc;                /* [batch][kv][p_v]: the merge's compensation */
 } mha__dec;
 
 /* Bytes of the fast decode's workspace (SIZE_MAX on overflow), and with ws
    given its parts. */
 MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, float *ws) {
-    size_t sz[5], t = 0, k, r;
-    float **ptr[5];
+    size_t sz[6], t = 0, k, r;
+    float **ptr[6];
     f->c = c;
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pqr = MHA__UP(c->pq, MHA__NR);
@@ -2006,9 +2007,11 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
     sz[1] = mha__mul(mha__mul(mha__mul(c->batch, c->kv), f->rows), c->pq);
     sz[2] = mha__mul(mha__mul(f->items, f->rows), f->pvs);
     sz[3] = mha__mul(mha__mul(c->batch, c->n), mha__mul(c->h, c->pv));
-    sz[4] = mha__add(mha__mul(f->tasks, MHA__DRB * MHA__DCH), c->ms);
-    ptr[0] = &f->pbuf; ptr[1] = &f->q; ptr[2] = &f->res; ptr[3] = &f->cat; ptr[4] = &f->scr;
-    for (k = 0; k < 5; ++k) {
+    sz[4] = mha__mul(f->tasks, MHA__DRB * MHA__DCH);
+    if (sz[4] < c->ms) sz[4] = c->ms; /* also the scores of a row computed again */
+    sz[5] = mha__mul(mha__mul(c->batch, c->kv), c->pv);
+    ptr[0] = &f->pbuf; ptr[1] = &f->q; ptr[2] = &f->res; ptr[3] = &f->cat; ptr[4] = &f->scr; ptr[5] = &f->mc;
+    for (k = 0; k < 6; ++k) {
         if (ws) *ptr[k] = ws + t;
         r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
         t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
@@ -2088,6 +2091,17 @@ MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
     mha__dec_gemm(c->n, c->pq, c->dq, c->queries + b * c->n * c->dq, mha__dec_panels(f, (int64_t)i),
                   f->q + ((b * c->kv + g) * f->rows + (i - g * c->grp) * c->n) * c->pq, c->pq,
                   c->w->b_q ? c->w->b_q + i * c->pq : NULL, 0);
+}
+
+/* Task k of the projection step with packed weights: the append step's
+   tasks (when keys are given), then the query step's. */
+MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
+    const mha__dec *f = (const mha__dec *)arg;
+    int32_t kv = f->c->keys ? (int32_t)(f->c->batch * f->c->kv) : 0;
+    if (task < kv)
+        mha__dec_kv(arg, task);
+    else
+        mha__dec_q(arg, task - kv);
 }
 
 /* The positions row r of kv head g's block sees: [*lo, *hi) (decoding's
@@ -2255,8 +2269,7 @@ MHA__PRIVATE void mha__dec_items(void *arg, int32_t slot) {
         mha__dec_item(f, it, f->scr + (size_t)slot * MHA__DRB * MHA__DCH);
 }
 
-/* Step (b, g) of the merge (on the calling thread: it shares the
-   compensation buffer): each row's chunks merged in order (the
+/* Task (b, g) of the merge: each row's chunks merged in order (the
    largest max, each chunk's sum and output scaled to it, added with
    compensation) and divided by the sum, into cat. A row whose result is
    not finite is computed again by the reference's rules. */
@@ -2264,44 +2277,50 @@ MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
     const mha__dec *f = (const mha__dec *)arg;
     const mha__ctx *c = f->c;
     const float ninf = -(FLT_MAX * 2.0f);
-    size_t b = (size_t)task / c->kv, g = (size_t)task % c->kv, r, ch, a, j, lo, hi;
-    size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms;
+    size_t b = (size_t)task / c->kv, g = (size_t)task % c->kv, r, ch, a;
     const float *res = f->res + (b * c->kv + g) * f->chunks * f->rows * f->pvs;
+    float *oc = f->mc + (b * c->kv + g) * c->pv;
     for (r = 0; r < f->rows; ++r) {
         size_t i = g * c->grp + r / c->n, tt = r % c->n;
         float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, mx = ninf, l = 0.0f, lc = 0.0f, sc;
-        int bad = 0;
         for (ch = 0; ch < f->chunks; ++ch) {
             float m = res[(ch * f->rows + r) * f->pvs + c->pv];
             if (m > mx || m != m) mx = m;
         }
-        for (a = 0; a < c->pv; ++a) h[a] = 0.0f;
-        if (mx != ninf) {
-            float *oc = f->scr + f->tasks * MHA__DRB * MHA__DCH; /* compensation: the reference scratch */
-            for (a = 0; a < c->pv; ++a) oc[a] = 0.0f;
-            for (ch = 0; ch < f->chunks; ++ch) {
-                const float *o = res + (ch * f->rows + r) * f->pvs;
-                sc = mha__weight(o[c->pv], mx);
-                if (sc == 0.0f) continue;
-                l = mha__add_comp(l, o[c->pv + 1] * sc, &lc);
-                for (a = 0; a < c->pv; ++a) h[a] = mha__add_comp(h[a], o[a] * sc, oc + a);
-            }
-            for (a = 0; a < c->pv; ++a) {
-                h[a] /= l;
-                bad |= !(h[a] - h[a] == 0.0f);
-            }
+        for (a = 0; a < c->pv; ++a) h[a] = oc[a] = 0.0f;
+        if (mx == ninf) continue; /* nothing visible: 0 */
+        for (ch = 0; ch < f->chunks; ++ch) {
+            const float *o = res + (ch * f->rows + r) * f->pvs;
+            sc = mha__weight(o[c->pv], mx);
+            if (sc == 0.0f) continue;
+            l = mha__add_comp(l, o[c->pv + 1] * sc, &lc);
+            for (a = 0; a < c->pv; ++a) h[a] = mha__add_comp(h[a], o[a] * sc, oc + a);
         }
-        if (bad) { /* the reference's rules: scores, then mha__pool (max, weights, sum, skips) */
-            const float *q = f->q + ((b * c->kv + g) * f->rows + r) * c->pq;
-            const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
-            float *x = f->scr + f->tasks * MHA__DRB * MHA__DCH;
-            mha__dec_range(c, e, r, &lo, &hi);
-            for (j = 0; j < used; ++j) {
-                size_t pos = mha__slot_pos(j, e, c->ms);
-                x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
-            }
-            mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h);
+        for (a = 0; a < c->pv; ++a) h[a] /= l;
+    }
+}
+
+/* After the merge, on the calling thread: each row of batch entry b, kv
+   head g whose result is not finite, computed again by the reference's
+   rules (scores, then mha__pool: max, weights, sum, the skips). */
+MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
+    const mha__ctx *c = f->c;
+    const float ninf = -(FLT_MAX * 2.0f);
+    size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, r, a, j, lo, hi;
+    for (r = 0; r < f->rows; ++r) {
+        size_t i = g * c->grp + r / c->n, tt = r % c->n;
+        float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, *x = f->scr;
+        const float *q = f->q + ((b * c->kv + g) * f->rows + r) * c->pq;
+        const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
+        int bad = 0;
+        for (a = 0; a < c->pv; ++a) bad |= !(h[a] - h[a] == 0.0f);
+        if (!bad) continue;
+        mha__dec_range(c, e, r, &lo, &hi);
+        for (j = 0; j < used; ++j) {
+            size_t pos = mha__slot_pos(j, e, c->ms);
+            x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
         }
+        mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h);
     }
 }
 
@@ -2339,20 +2358,17 @@ MHA__PRIVATE void mha__fast_decode(const mha__ctx *c, float *ws) {
     f.packed = mha__packed(c);
     f.in_pbuf[0] = 0; /* none: kv heads are -1 - g, heads i >= 0 */
     f.in_pbuf[1] = -1;
-    if (c->keys) { /* 1. the new keys and values into the cache */
-        if (f.packed)
-            mha__par(c, mha__dec_kv, &f, c->batch * c->kv);
-        else
-            for (k = 0; k < c->batch * c->kv; ++k) mha__dec_kv(&f, (int32_t)k);
+    if (f.packed) { /* 1, 2. the new keys and values into the cache, the new queries: one parallel-for */
+        mha__par(c, mha__dec_proj, &f, (c->keys ? c->batch * c->kv : 0) + (c->n ? c->batch * c->h : 0));
+    } else {
+        for (k = 0; c->keys && k < c->batch * c->kv; ++k) mha__dec_kv(&f, (int32_t)k);
+        for (k = 0; c->n && k < c->batch * c->h; ++k) mha__dec_q(&f, (int32_t)k);
     }
     if (c->n) {
-        if (f.packed) /* 2. the new queries */
-            mha__par(c, mha__dec_q, &f, c->batch * c->h);
-        else
-            for (k = 0; k < c->batch * c->h; ++k) mha__dec_q(&f, (int32_t)k);
-        mha__par(c, mha__dec_items, &f, f.tasks);             /* 3. split-KV attention */
-        for (k = 0; k < c->batch * c->kv; ++k) mha__dec_merge(&f, (int32_t)k); /* 4. the chunks merged */
-        if (f.packed)                                        /* 5. W_o */
+        mha__par(c, mha__dec_items, &f, f.tasks);          /* 3. split-KV attention */
+        mha__par(c, mha__dec_merge, &f, c->batch * c->kv); /* 4. the chunks merged */
+        for (k = 0; k < c->batch * c->kv; ++k) mha__dec_redo(&f, k / c->kv, k % c->kv);
+        if (f.packed) /* 5. W_o */
             mha__par(c, mha__dec_out, &f, c->batch * panels);
         else
             for (i = 0; i < c->h; ++i)

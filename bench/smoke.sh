@@ -5,16 +5,17 @@ B=${BUILD:-build}
 passed=0
 failed=0
 check() { # check NAME EXPECTED_ROWS OUTPUT
-    rows=$(printf '%s\n' "$3" | grep -cE '^\| [TMBGQAL] \|')
+    rows=$(printf '%s\n' "$3" | grep -cE '^\| ([TMBGQAL]|D[123]|P) \|')
     if [ "$rows" -eq "$2" ]; then
         echo "smoke $1: $rows rows"; passed=$((passed + 1))
     else
         printf '%s\n' "$3"; echo "smoke $1: $rows rows, expected $2"; failed=$((failed + 1))
     fi
 }
-make -s "$B/bench" "$B/blas_mha" || { echo "0 passed, 1 failed"; exit 1; }
+make -s "$B/bench" "$B/bench_decode" "$B/blas_mha" || { echo "0 passed, 1 failed"; exit 1; }
 check "make bench (0.05 s a shape)" 7 "$("$B/bench" 0.05 all 2>/dev/null)"
 check "bench unpacked weights" 1 "$("$B/bench" 0.05 M unpacked 2>/dev/null)"
+check "decoding steps (bench_decode, 0.05 s a shape)" 4 "$("$B/bench_decode" 0.05 2>/dev/null)"
 check "make peers (1 round)" 7 "$(${PYTHON:-/usr/bin/python3} bench/peers.py 1 0.05 2>/dev/null)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
