@@ -199,7 +199,7 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
      MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
 /* the reference path keeps its call state there, not on the stack */
-#define MHA_WORKSPACE_STATE (48 * sizeof(void *))
+#define MHA_WORKSPACE_STATE (56 * sizeof(void *))
 
 /* Fills *counts with the element count of every weight array.
    Returns MHA_ERR_NULL, MHA_ERR_SHAPE, MHA_ERR_OVERFLOW or MHA_OK. */
@@ -3004,7 +3004,7 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
               stages as public functions: mha_attend (the attend stage on
               projected inputs) and mha_output_rows; one orchestration loop
               for mha_forward, mha_head and mha_attend. MHA_WORKSPACE_STATE
-              is 48 pointers (was 40).
+              is 56 pointers (was 40).
               accuracy: every sum in blocks, compensated across them (never
               less accurate than PyTorch's fp32 module, error independent of
               m); exp within 1 ulp and tanh within 1.2 ulp on every build;
