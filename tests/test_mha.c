@@ -127,6 +127,14 @@ static void test_core_vectors(void) {
                   mha_output_rows(&s, &p.w, 5, NULL, got) == MHA_ERR_NULL &&
                   mha_output_rows(&s, &p.w, 0, cat, got) == MHA_OK,
               "mha_output_rows: rows < 0, concat NULL, rows 0");
+        {
+            mha_shape big = s;
+            big.heads = 65536;
+            big.p_v = 65536;
+            big.p_o = 1; /* W_o of 2^32 floats; INT32_MAX rows of 2^32 floats overflow */
+            CHECK(mha_output_rows(&big, &p.w, INT32_MAX, cat, got) == MHA_ERR_OVERFLOW,
+                  "mha_output_rows: rows beyond size_t: MHA_ERR_OVERFLOW");
+        }
         free(cat);
         free(got);
         tu_problem_free(&p);
