@@ -1970,6 +1970,7 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
    not, or an overflow on the way) is computed again by the reference's
    rules (mha__pool), so it matches the reference path. */
 #define MHA__DCH ((size_t)512) /* slots per chunk of the split-KV step */
+#define MHA__V4 ((size_t)4 * MHA__VL) /* the columns of mha__dec_values4 */
 #define MHA__DRB ((size_t)4)   /* query rows per block of a chunk */
 
 typedef struct mha__dec {
@@ -2160,25 +2161,25 @@ MHA__PRIVATE void mha__dec_scores(const mha__ctx *c, const float *const *q, cons
    lane), each slot's four vectors loaded once. o rows have stride os. */
 #define MHA__DEC_A(X) X(0) X(1) X(2) X(3)
 #define MHA__DEC_ZERO(a) b0##a = b1##a = b2##a = b3##a = mha__vset(0.0f);
-#define MHA__DEC_FMA(a)                                                                                  \
-    v = mha__vload(vj + (a) * MHA__VL);                                                                  \
-    b0##a = mha__vfma(w0, v, b0##a);                                                                     \
-    b1##a = mha__vfma(w1, v, b1##a);                                                                     \
-    b2##a = mha__vfma(w2, v, b2##a);                                                                     \
+#define MHA__DEC_FMA(a)                                                                                              \
+    v = mha__vload(vj + (size_t)(a) * MHA__VL);                                                                      \
+    b0##a = mha__vfma(w0, v, b0##a);                                                                                 \
+    b1##a = mha__vfma(w1, v, b1##a);                                                                                 \
+    b2##a = mha__vfma(w2, v, b2##a);                                                                                 \
     b3##a = mha__vfma(w3, v, b3##a);
-#define MHA__DEC_ADD1(r, a)                                                                              \
-    y = mha__vsub(b##r##a, mha__vload(cp + (r) * 4 * MHA__VL + (a) * MHA__VL));                        \
-    t = mha__vadd(mha__vload(sp + (r) * 4 * MHA__VL + (a) * MHA__VL), y);                              \
-    mha__vstore(cp + (r) * 4 * MHA__VL + (a) * MHA__VL,                                               \
-                mha__vsub(mha__vsub(t, mha__vload(sp + (r) * 4 * MHA__VL + (a) * MHA__VL)), y));       \
-    mha__vstore(sp + (r) * 4 * MHA__VL + (a) * MHA__VL, t);
+#define MHA__DEC_ADD1(r, a)                                                                                          \
+    y = mha__vsub(b##r##a, mha__vload(cp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL));                          \
+    t = mha__vadd(mha__vload(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL), y);                                \
+    mha__vstore(cp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL,                                                  \
+                mha__vsub(mha__vsub(t, mha__vload(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL)), y));         \
+    mha__vstore(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL, t);
 #define MHA__DEC_ADD(a) MHA__DEC_ADD1(0, a) MHA__DEC_ADD1(1, a) MHA__DEC_ADD1(2, a) MHA__DEC_ADD1(3, a)
 MHA__PRIVATE void mha__dec_values4(size_t pv, const float *x, const float *V, size_t cl, size_t a0, float *o,
                                    size_t os) {
-    float sp[16 * MHA__VL], cp[16 * MHA__VL]; /* [row][4 VL]: the sums and their compensation */
+    float sp[4 * MHA__V4], cp[4 * MHA__V4]; /* [row][4 VL]: the sums and their compensation */
     size_t j, jb, r, l;
     mha__v b00, b01, b02, b03, b10, b11, b12, b13, b20, b21, b22, b23, b30, b31, b32, b33, v, y, t;
-    for (l = 0; l < 16 * MHA__VL; ++l) sp[l] = cp[l] = 0.0f;
+    for (l = 0; l < 4 * MHA__V4; ++l) sp[l] = cp[l] = 0.0f;
     for (j = 0; j < cl; j = jb) {
         jb = cl - j < 32 ? cl : j + 32;
         MHA__DEC_A(MHA__DEC_ZERO)
@@ -2191,7 +2192,7 @@ MHA__PRIVATE void mha__dec_values4(size_t pv, const float *x, const float *V, si
         MHA__DEC_A(MHA__DEC_ADD)
     }
     for (r = 0; r < 4; ++r)
-        for (l = 0; l < 4 * MHA__VL; ++l) o[r * os + l] = sp[r * 4 * MHA__VL + l];
+        for (l = 0; l < MHA__V4; ++l) o[r * os + l] = sp[r * MHA__V4 + l];
 }
 
 /* Item `item` = (b, g, chunk) of the split-KV step, with the scratch st:
@@ -2207,8 +2208,8 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
     size_t b = item / (c->kv * f->chunks), g = item / f->chunks % c->kv, ch = item % f->chunks;
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, j0 = ch * MHA__DCH, cl, r0, rb;
     const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk, *V = c->cache->v + (b * c->kv + g) * c->ms * c->pv;
-    float *res = f->res + item * f->rows * f->pvs, out4[4 * 4 * MHA__VL];
-    size_t r, j, a, lo, hi, pos, whole = c->pv / (4 * MHA__VL) * (4 * MHA__VL), l;
+    float *res = f->res + item * f->rows * f->pvs, out4[4 * MHA__V4];
+    size_t r, j, a, lo, hi, pos, whole = c->pv / (MHA__V4) * (MHA__V4), l;
     cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
     for (r0 = 0; r0 < f->rows; r0 += MHA__DRB) {
         const float *q[4];
@@ -2233,10 +2234,10 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
         }
         for (; r < 4; ++r) /* rows past the block: weight 0 */
             for (j = 0; j < cl; ++j) st[r * MHA__DCH + j] = 0.0f;
-        for (a = 0; a < whole; a += 4 * MHA__VL) {
-            mha__dec_values4(c->pv, st, V + j0 * c->pv, cl, a, out4, 4 * MHA__VL);
+        for (a = 0; a < whole; a += MHA__V4) {
+            mha__dec_values4(c->pv, st, V + j0 * c->pv, cl, a, out4, MHA__V4);
             for (r = 0; r < rb; ++r)
-                for (l = 0; l < 4 * MHA__VL; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * 4 * MHA__VL + l];
+                for (l = 0; l < MHA__V4; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * MHA__V4 + l];
         }
         for (a = whole; a < c->pv; a += MHA__VL) { /* the rest, a vector (or less) at a time */
             size_t jb, lanes = c->pv - a < MHA__VL ? c->pv - a : MHA__VL;
@@ -2725,7 +2726,8 @@ MHADEF mha_status mha_weight_counts_get(const mha_shape *shape, mha_weight_count
     mha__ctx c;
     mha_status st;
     if (!counts) return MHA_ERR_NULL;
-    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK || (st = mha__counts(&c, 0, 0, 0)) != MHA_OK) return st;
+    if ((st = mha__setup(&c, shape, &mha__no_weights)) != MHA_OK || (st = mha__counts(&c, 0, 0, 0)) != MHA_OK)
+        return st;
     if (mha__layout(&c, NULL) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     counts->b_q = c.h * c.pq;
     counts->b_k = c.kv * c.pk;
@@ -2882,7 +2884,8 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
     mha_status st = mha__setup(&c, shape, w);
     if (st != MHA_OK || (st = mha__counts(&c, rows, 1, 0)) != MHA_OK) return st;
     if (!w->w_o || !concat || !out) return MHA_ERR_NULL;
-    if (mha__layout(&c, NULL) == SIZE_MAX || mha__mul(mha__mul(c.batch, mha__mul(c.h, c.pv)), sizeof(float)) == SIZE_MAX ||
+    if (mha__layout(&c, NULL) == SIZE_MAX ||
+        mha__mul(mha__mul(c.batch, mha__mul(c.h, c.pv)), sizeof(float)) == SIZE_MAX ||
         mha__mul(mha__mul(c.batch, c.po), sizeof(float)) == SIZE_MAX)
         return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, c.batch, 0, out);
@@ -2912,7 +2915,9 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
     mha__ctx c;
     size_t per;
-    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK || capacity < 1) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK ||
+        capacity < 1)
+        return 0;
     per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), c.pk + c.pv); /* p_k + p_v < 2^32 */
     per = mha__mul(per, sizeof(float));
     return per == SIZE_MAX ? 0 : per;
@@ -2923,7 +2928,8 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
     mha__ctx c;
     mha_cache dummy; /* only its address: the cache arrays count in the sizes */
     size_t bytes;
-    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, t, t) != MHA_OK || capacity < 1) return 0;
+    if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, t, t) != MHA_OK || capacity < 1)
+        return 0;
 #if MHA_FAST
     c.fast = fast;
 #else
