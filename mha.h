@@ -55,6 +55,11 @@
    bytes per call on a Cortex-M4F at -Os (README, "Size and stack").
    Threads: there is no mutable static state; calls are reentrant and may run
    concurrently when each has its own workspace and output.
+
+   Stages and decoding: mha_attend is the attend stage alone (on inputs you
+   projected), mha_output_rows the output stage; mha_decode runs a model's
+   attention token by token over a KV cache that you own (mha_cache: a
+   sliding window as a ring buffer, cross-attention after mha_cache_append).
 */
 #ifdef MHA_CONFIG_FILE
 #include MHA_CONFIG_FILE
