@@ -276,7 +276,7 @@ refcheck: | $(BUILD)
 
 # The benchmark is built for this machine's vector unit (BENCHFLAGS).
 BENCHFLAGS ?= -O2 -march=native
-$(BUILD)/bench: bench/bench.c bench/shapes.h tests/two_threads.h mha.h | $(BUILD)
+$(BUILD)/bench: bench/bench.c bench/shapes.h bench/bench_util.h tests/two_threads.h mha.h | $(BUILD)
 	$(CC) $(BENCHFLAGS) -std=c99 -Wall -Wextra -Werror $< -o $@ $(LDLIBS) -pthread
 
 # The OpenBLAS peer (libopenblas-dev): its softmax and tanh loops are vectorised by gcc.
@@ -284,7 +284,7 @@ $(BUILD)/blas_mha: bench/blas_mha.c bench/shapes.h | $(BUILD)
 	$(CC) -O3 -march=native -ffast-math -std=c99 -Wall -Wextra -Werror $$(pkg-config --cflags openblas) $< -o $@ \
 	    $$(pkg-config --libs openblas) -lm
 
-$(BUILD)/bench_decode: bench/bench_decode.c tests/two_threads.h mha.h | $(BUILD)
+$(BUILD)/bench_decode: bench/bench_decode.c bench/bench_util.h tests/two_threads.h mha.h | $(BUILD)
 	$(CC) -O2 -std=c99 -Wall -Wextra -Werror $(BENCHFLAGS) $< -o $@ -lm -pthread
 
 bench: $(BUILD)/bench $(BUILD)/bench_decode

@@ -34,33 +34,9 @@
 #include <time.h>
 
 #include "../tests/two_threads.h" /* a parallel-for on 2 pthreads */
+#include "bench_util.h"            /* clock, data, allocation */
 #include "shapes.h"                /* the table of shapes */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint32_t rng = 12345u;
-static float uniform(float lim) { /* in [-lim, lim] */
-    rng = rng * 1664525u + 1013904223u;
-    return lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
-}
-static void *alloc(size_t bytes) {
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-static float *filled(size_t count, float lim) {
-    float *p = (float *)alloc(count * sizeof(float));
-    size_t i;
-    for (i = 0; i < count; ++i) p[i] = uniform(lim);
-    return p;
-}
 
 /* Floating-point operations of one forward pass (multiply and add count as 2). */
 static double flops(const shape_row *r) {
@@ -99,11 +75,6 @@ static double peak_gflops(void) {
         if (t < best) best = t;
     }
     return 2.0 * (double)iters * 12.0 * MHA__VL / best * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 enum { FAST, FAST2, REF };
