@@ -627,12 +627,13 @@ MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZ
    MHA_WORKSPACE_STATE bytes in.
    The stages of a call: project (W_q, W_k, W_v), attend (scores, rules,
    pooling) and output (W_o). The source of the keys and values:
-     mp = m    mha_forward, mha_head: projected into the workspace (KP, VP);
-     cache     mha_decode, mha_cache_append: the cache's slots; n is the t
-               new queries (0 for an append), m the t new keys (0 without);
-     neither   mha_attend: the caller's projected rows, read in place; its
-               q, k, v, out rows are then d_q = h p_q, d_k = kv p_k,
-               d_v = kv p_v, p_o = h p_v floats long (mha__core). */
+     mp = m    mha_forward, mha_head, mha_attend: projected into the
+               workspace (KP, VP); for mha_attend (head MHA__CORE) the
+               projections are the identity, and its q, k, v, out rows are
+               d_q = h p_q, d_k = kv p_k, d_v = kv p_v, p_o = h p_v long;
+     cache     mha_decode, mha_cache_append (mp = 0): the cache's slots; n
+               is the t new queries (0 for an append), m the t new keys (0
+               without), ms the capacity. */
 typedef struct mha__ctx {
     float scale;                      /* first: offset 0 in mha__table means a factor of 1 */
     size_t h, kv, dq, dk, dv, pq, pk, pv, po; /* heads, kv heads, d_q .. p_o */
@@ -733,7 +734,6 @@ MHA__PRIVATE mha_status mha__counts(mha__ctx *c, int32_t batch, int32_t n, int32
 #define MHA__CORE (-2)
 /* The size of mha__ctx at byte offset off (an MHA__F value). */
 #define MHA__SIZE(c, off) (*(const size_t *)(const void *)((const unsigned char *)(c) + (off)))
-#define MHA__ROWS_WEIGHTS 6 /* rows 0-5: the weights; W_q .. W_o are rows 0-3 */
 #define MHA__ROW_ATTN 10    /* rows 10-13 count only where the array is given */
 #define MHA__ROWS_ARRAYS 14 /* rows 0-13: every array of a call; then the workspace parts */
 #define MHA__ROWS (MHA__ROWS_ARRAYS + MHA__PARTS)
