@@ -926,6 +926,15 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
 MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
     return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
 }
+/* The positions [*lo, *hi) that new query t of a decoding call sees, with e
+   positions appended (its own included) and n new queries: its position
+   P = e - n + t and those before it, with a window w >= 1 only the last w;
+   cross-attention (keys NULL: nothing appended): every position held. */
+MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int cross, size_t *lo, size_t *hi) {
+    *lo = 0;
+    *hi = cross ? e : e - n + t + 1;
+    if (!cross && w && *hi > w) *lo = *hi - w;
+}
 
 /* Pooling: the scores sc[0..m) become the weights and ho[0..pv) = sum_j
    w_j v_j, with value row j at v + j vst. The max in a pass of its own over
@@ -983,14 +992,15 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
    slots the slots in use. */
 MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
                                                     size_t slots) {
-    const size_t at = e - c->n + t, w = (size_t)c->cache->window, g = i / c->grp;
+    const size_t g = i / c->grp;
     const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
     float *sc = MHA__PART(c, MHA__SC);
-    size_t j, pos;
+    size_t j, pos, lo, hi;
+    mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &lo, &hi);
     for (j = 0; j < slots; ++j) {
         pos = mha__slot_pos(j, e, c->ms);
         sc[j] = -(FLT_MAX * 2.0f);
-        if (!c->keys || (pos <= at && (!w || pos + w > at))) { /* cross-attention: every position */
+        if (pos >= lo && pos < hi) {
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
                 sc[j] = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * c->ms + j) * c->pa);
@@ -2110,16 +2120,6 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
         mha__dec_q(arg, task - kv);
 }
 
-/* The positions row r of kv head g's block sees: [*lo, *hi) (decoding's
-   rule; cross-attention: every position). */
-MHA__PRIVATE void mha__dec_range(const mha__ctx *c, size_t e, size_t r, size_t *lo, size_t *hi) {
-    size_t at = e - c->n + r % c->n, w = (size_t)c->cache->window;
-    *lo = 0;
-    *hi = e;
-    if (!c->keys) return;
-    *hi = at + 1;
-    if (w && at + 1 > w) *lo = at + 1 - w;
-}
 
 /* The scores of four query rows q0..q3 (p_q floats each) against the keys
    of slots j0 .. j0+cl-1 (rows of p_k at K), times scale, into x[r][j] (row
@@ -2223,7 +2223,7 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
         mha__dec_scores(c, q, K + j0 * c->pk, cl, st);
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
-            mha__dec_range(c, e, r0 + r, &lo, &hi);
+            mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
             if (lo > e - used || hi < e) /* not every position held is visible */
                 for (j = 0; j < cl; ++j) {
                     pos = mha__slot_pos(j0 + j, e, c->ms);
@@ -2321,7 +2321,7 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
         int bad = 0;
         for (a = 0; a < c->pv; ++a) bad |= !(h[a] - h[a] == 0.0f);
         if (!bad) continue;
-        mha__dec_range(c, e, r, &lo, &hi);
+        mha__decode_sees(e, c->n, r % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
         for (j = 0; j < used; ++j) {
             size_t pos = mha__slot_pos(j, e, c->ms);
             x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
