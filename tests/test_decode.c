@@ -357,12 +357,12 @@ static void reverse_for(void *user, mha_task task, void *arg, int32_t count) {
    the causal forward, and bit for bit the same for either schedule. */
 static void test_long(void) {
     int variant, all = 1, same = 1;
-    for (variant = 0; variant < 4; ++variant) {
+    for (variant = 0; variant < 6; ++variant) {
         mha_shape s = {0};
         tu_problem p;
         mha_cache c1, c2;
         seq sq;
-        int32_t pre = 530 + 37 * variant, steps = 6, len1 = 0, len2 = 0, at;
+        int32_t pre = variant < 4 ? 530 + 37 * variant : 515, steps = 6, len1 = 0, len2 = 0, at;
         size_t bytes, pbytes = 0;
         void *ws, *packed = NULL;
         float *out1, *out2;
@@ -370,8 +370,8 @@ static void test_long(void) {
         s.heads = 4;
         s.kv_heads = variant % 2 ? 2 : 4;
         s.d_q = s.d_k = s.d_v = 12;
-        s.p_q = s.p_k = 8;
-        s.p_v = 5 + variant;
+        s.p_q = s.p_k = variant < 4 ? 8 : 64;
+        s.p_v = variant < 4 ? 5 + variant : variant == 4 ? 64 : 80; /* 64, 80: the four-vector kernels */
         s.p_o = 7;
         tu_problem_make(&p, &s, 1, 1, 1, 1);
         if (variant >= 2) { /* packed weights (a no-op under MHA_FAST 0) */
@@ -420,8 +420,8 @@ static void test_long(void) {
         seq_free(&sq);
         tu_problem_free(&p);
     }
-    CHECK(all, "a cache of 530 to 647 positions (two split-KV chunks): a prefill chunk, then steps, packed and "
-               "unpacked weights, "
+    CHECK(all, "a cache of 515 to 647 positions (two split-KV chunks), heads of 5 to 8 and of 64 and 80: a prefill "
+               "chunk, then steps, packed and unpacked weights, "
                "equal the causal forward");
     CHECK(same, "mha_decode_parallel with tasks in reverse order equals mha_decode bit for bit (cache too)");
 }
