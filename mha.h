@@ -1972,8 +1972,8 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
 }
 
 /* ---- fast decoding (MHA_FAST) ----------------------------------------------
-   mha_decode on the fast path, dot scoring (additive scoring decodes on the
-   reference path). A step reads every cached key and value once and every
+   mha_decode on the fast path, dot scoring (additive scoring, and a batch so
+   large that a task count passes INT32_MAX, decode on the reference path). A step reads every cached key and value once and every
    weight once, so it is bound by memory bandwidth: the new tokens'
    projections are GEMMs over the packed weights (one row at a time when
    t < MR), and the cache is read once per kv head for all of its query
@@ -2014,7 +2014,7 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pqr = MHA__UP(c->pq, MHA__NR);
     mha__packed_bytes(c, &f->per_g, &f->per_i);
-    f->rows = c->grp * c->n;
+    f->rows = mha__mul(c->grp, c->n);
     f->chunks = (c->ms + MHA__DCH - 1) / MHA__DCH;
     f->items = mha__mul(mha__mul(c->batch, c->kv), f->chunks);
     f->tasks = f->items < MHA__SLOTS ? f->items : MHA__SLOTS;
@@ -2034,6 +2034,13 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
     }
     t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
     return t & 1u ? SIZE_MAX : t;
+}
+
+/* Whether the fast decode takes a call: dot scoring, and task counts that
+   the parallel-for's int32_t index holds (else the reference path decodes). */
+MHA__PRIVATE int mha__dec_fits(const mha__ctx *c) {
+    size_t lim = (size_t)INT32_MAX, panels = (c->po + MHA__NR - 1) / MHA__NR;
+    return !MHA__ADDITIVE(c) && mha__mul(c->batch, c->kv + c->h) <= lim && mha__mul(c->batch, panels) <= lim;
 }
 
 /* count tasks through the caller's parallel-for (or here, in order). */
@@ -2395,7 +2402,7 @@ MHA__PRIVATE size_t mha__bytes(const mha__ctx *c) {
     if (!c->fast || bytes == SIZE_MAX) return bytes;
     if (c->cache) {
         mha__dec d;
-        return MHA__ADDITIVE(c) ? bytes : mha__fast_decode_layout(&d, c, NULL);
+        return mha__dec_fits(c) ? mha__fast_decode_layout(&d, c, NULL) : bytes;
     }
     return mha__fast_layout(&f, c, NULL);
 }
@@ -2562,7 +2569,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? INT32_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
 #if MHA_FAST
-    if (c.fast && !MHA__ADDITIVE(&c)) {
+    if (c.fast && mha__dec_fits(&c)) {
         mha__fast_decode(&c, mha__align(workspace));
         return MHA_OK;
     }
