@@ -432,8 +432,12 @@ static void test_long(void) {
    overflow on the way: the same results (NaN where NaN, inf where inf,
    finite values within the tolerance) as the reference path. */
 static void test_non_finite(void) {
-    static const float bad[4] = {INFINITY, -INFINITY, NAN, 3e37f};
+    float bad[4]; /* set here: tcc takes INFINITY and NAN for no constant */
     int k, all = 1;
+    bad[0] = INFINITY;
+    bad[1] = -INFINITY;
+    bad[2] = NAN;
+    bad[3] = 3e37f;
     for (k = 0; k < 4; ++k) {
         mha_shape s = {0};
         tu_problem p;
