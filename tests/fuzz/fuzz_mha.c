@@ -268,7 +268,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     for (j = 0; j < nk; ++j) k[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nv; ++j) v[j] = fz_value(r, specials, &finite);
     for (j = 0; j < ncache; ++j) store[j] = fz_value(r, specials, &finite); /* earlier positions */
-    memcpy(store2, store, (ncache ? ncache : 1) * sizeof(float));
+    if (ncache) memcpy(store2, store, ncache * sizeof(float));
     memcpy(lens2, lens, ((size_t)batch + 1) * sizeof(int32_t));
     memset(&c, 0, sizeof c);
     c.k = null_which == 2 ? NULL : store;
@@ -287,7 +287,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
                      bytes);
     if (got != want) FZ_FAIL("decode: status %d, predicted %d", (int)got, (int)want);
     if (got != MHA_OK) {
-        if (memcmp(store, store2, (ncache ? ncache : 1) * sizeof(float)) != 0 ||
+        if ((ncache && memcmp(store, store2, ncache * sizeof(float)) != 0) ||
             memcmp(lens, lens2, (size_t)batch * sizeof(int32_t)) != 0)
             FZ_FAIL("decode: an error wrote the cache or its lengths");
     } else {
