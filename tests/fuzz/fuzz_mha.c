@@ -199,6 +199,7 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
     if (total >= limit) return MHA_ERR_OVERFLOW;
 #if defined(MHA_FAST) && MHA_FAST
     total = (fz_u)mha_decode_workspace_size(s, batch, t, cap); /* the fast path's own amount */
+    if (total == 0) return MHA_ERR_OVERFLOW; /* its parts (t new rows per chunk) overflow size_t */
 #endif
     if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
     for (b = 0; b < batch; ++b)
