@@ -113,21 +113,24 @@ $(BUILD)/test_mha_fast: $(SUITEDEP) | $(BUILD)
 	    $(LDLIBS)
 
 # Decoding and mha_attend against mha_forward_reference: the reference build, the
-# fast path's portable code, and the fast path for the machine's vector unit.
+# fast path's portable code, and the fast path for the machine's vector unit. The
+# portable and AVX-512 builds cut the cache into chunks of 256 slots instead of
+# 1024, so that the test's caches of 515 to 647 positions span several chunks.
+DCH256 = "-DMHA__DCH=((size_t)256)"
 $(BUILD)/test_decode: $(DECODE) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(DECODE) -o $@ $(LDLIBS)
 
 $(BUILD)/test_decode_portable: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 -Itests $(DECODE) \
-	    -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) -Itests \
+	    $(DECODE) -o $@ $(LDLIBS)
 
 $(BUILD)/test_decode_fast: $(DECODE) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(DECODE) -o $@ \
 	    $(LDLIBS)
 
 $(BUILD)/test_decode_avx512: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma -Itests $(DECODE) \
-	    -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma $(DCH256) -Itests \
+	    $(DECODE) -o $@ $(LDLIBS)
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
@@ -164,7 +167,7 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(HOSTILE) -o $(BUILD)/asan_hostile_fast $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
 	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
@@ -187,7 +190,7 @@ tsan: | $(BUILD)
 	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
 	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_FAST_THREADS $(FASTMHA) -Itests \
 	    tests/test_fast.c -o $(BUILD)/tsan_fast $(LDLIBS) -pthread
-	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_DECODE_THREADS -DMHA_FAST=1 $(FASTMHA) \
+	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_DECODE_THREADS -DMHA_FAST=1 $(FASTMHA) $(DCH256) \
 	    -Itests $(DECODE) -o $(BUILD)/tsan_decode $(LDLIBS) -pthread
 	@sh tests/run.sh $(BUILD)/tsan_threads "$(IFSIMD) $(BUILD)/tsan_fast 40" "$(IFSIMD) $(BUILD)/tsan_decode"
 

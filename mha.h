@@ -1984,7 +1984,9 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
    for any parallel_for. A row whose result is not finite (a value that is
    not, or an overflow on the way) is computed again by the reference's
    rules (mha__pool), so it matches the reference path. */
-#define MHA__DCH ((size_t)512) /* slots per chunk of the split-KV step */
+#ifndef MHA__DCH /* slots per chunk of the split-KV step (the tests also build with fewer) */
+#define MHA__DCH ((size_t)1024)
+#endif
 #define MHA__V4 ((size_t)4 * MHA__VL) /* the columns of mha__dec_values4 */
 #define MHA__DRB ((size_t)4)   /* query rows per block of a chunk */
 

@@ -96,7 +96,7 @@ linux() { # linux NAME RUNNER CC ARGS...
         ok=0
     build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $SUITE -lm || ok=0
     build "$B/$name-decode" "$@" -O2 -std=c99 -Itests $DECODE -lm || ok=0
-    build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $DECODE -lm || ok=0
+    build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 "-DMHA__DCH=((size_t)256)" -Itests $DECODE -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
     if [ "$name" = aarch64 ]; then
