@@ -921,8 +921,7 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
    with a window (a ring). With e positions appended so far, slot j holds
    position j while e <= cap, else the latest position p < e with
    p mod cap == j. A query at position P sees positions <= P, and with a
-   window w >= 1 only those > P - w (cross-attention: every position held).
-   Without a cache, key j is position j (e = m <= cap = m). */
+   window w >= 1 only those > P - w (cross-attention: every position held). */
 MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
     return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
 }
@@ -1901,13 +1900,15 @@ MHA__PRIVATE void mha__fast_tiles(void *arg, int32_t slot) {
     for (t = (size_t)slot; t < tiles; t += f->slots) mha__fast_tile(f, t, f->slot + (size_t)slot * f->slot_floats);
 }
 
-MHA__PRIVATE void mha__fast_par(mha__fast *f, mha_task task, size_t count) {
+/* count tasks of the fast path (forward and decoding) through the caller's
+   parallel-for, or here, in order. */
+MHA__PRIVATE void mha__par(const mha__ctx *c, mha_task task, void *arg, size_t count) {
     size_t k;
     if (count == 0) return;
-    if (f->c->pfor)
-        f->c->pfor(f->c->user, task, f, (int32_t)count);
+    if (c->pfor)
+        c->pfor(c->user, task, arg, (int32_t)count);
     else
-        for (k = 0; k < count; ++k) task(f, (int32_t)k);
+        for (k = 0; k < count; ++k) task(arg, (int32_t)k);
 }
 
 /* The fast path, once every check has passed. */
@@ -1930,7 +1931,7 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
             f.wv = f.wk + f.pkr * c->dk;
             for (q = 0; q < f.pvr / MHA__NR; ++q) /* V's padding rows m .. mr-1 */
                 for (j = c->m * MHA__NR; j < f.mr * MHA__NR; ++j) f.vt[q * f.mr * MHA__NR + j] = 0.0f;
-            mha__fast_par(&f, mha__fast_kv, (c->m + MHA__KVB - 1) / MHA__KVB);
+            mha__par(c, mha__fast_kv, &f, (c->m + MHA__KVB - 1) / MHA__KVB);
             { /* inf * 0 and NaN * 0 are NaN: one test at the end; and the largest |v| */
                 mha__v z = mha__vset(0.0f), acc = z, big = z, x;
                 for (j = 0; j < f.mr * f.pvr; j += MHA__VL) {
@@ -1965,7 +1966,7 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
                         for (j = c->m; j < f.mr; ++j) f.akt[q * f.mr + j] = 0.0f;
                     mha__pack(w->a_q + i * c->pa * c->pq, c->pq, c->pa, c->pq, f.paq);
                 }
-                mha__fast_par(&f, mha__fast_tiles, f.slots);
+                mha__par(c, mha__fast_tiles, &f, f.slots);
             }
         }
     MHA__CLEAN();
@@ -1973,8 +1974,9 @@ MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
 
 /* ---- fast decoding (MHA_FAST) ----------------------------------------------
    mha_decode on the fast path, dot scoring (additive scoring, and a batch so
-   large that a task count passes INT32_MAX, decode on the reference path). A step reads every cached key and value once and every
-   weight once, so it is bound by memory bandwidth: the new tokens'
+   large that a task count passes INT32_MAX, decode on the reference path).
+   A step reads every cached key and value once and every weight once, so
+   it is bound by memory bandwidth: the new tokens'
    projections are GEMMs over the packed weights (one row at a time when
    t < MR), and the cache is read once per kv head for all of its query
    heads (GQA: the group's rows together). The slots in use are cut into
@@ -2043,16 +2045,6 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
 MHA__PRIVATE int mha__dec_fits(const mha__ctx *c) {
     size_t lim = (size_t)INT32_MAX, panels = (c->po + MHA__NR - 1) / MHA__NR;
     return !MHA__ADDITIVE(c) && mha__mul(c->batch, c->kv + c->h) <= lim && mha__mul(c->batch, panels) <= lim;
-}
-
-/* count tasks through the caller's parallel-for (or here, in order). */
-MHA__PRIVATE void mha__par(const mha__ctx *c, mha_task task, void *arg, size_t count) {
-    size_t k;
-    if (count == 0) return;
-    if (c->pfor)
-        c->pfor(c->user, task, arg, (int32_t)count);
-    else
-        for (k = 0; k < count; ++k) task(arg, (int32_t)k);
 }
 
 /* The packed panels of W_k^(g), W_v^(g) (head -1 - g) or W_q^(i), W_o's
@@ -2261,8 +2253,12 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
                 for (j = 0; j < cl; j = jb) {
                     jb = cl - j < 32 ? cl : j + 32;
                     for (blk = mha__vset(0.0f); j < jb; ++j) {
-                        for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? V[(j0 + j) * c->pv + a + l] : 0.0f;
-                        blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), mha__vload(buf), blk);
+                        const float *vj = V + (j0 + j) * c->pv + a;
+                        if (lanes < MHA__VL) { /* the row's last columns: no read past it */
+                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? vj[l] : 0.0f;
+                            vj = buf;
+                        }
+                        blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), mha__vload(vj), blk);
                     }
                     y = mha__vsub(blk, comp);
                     t = mha__vadd(sum, y);
@@ -2286,8 +2282,8 @@ MHA__PRIVATE void mha__dec_items(void *arg, int32_t slot) {
 
 /* Task (b, g) of the merge: each row's chunks merged in order (the
    largest max, each chunk's sum and output scaled to it, added with
-   compensation) and divided by the sum, into cat. A row whose result is
-   not finite is computed again by the reference's rules. */
+   compensation) and divided by the sum, into cat (mha__dec_redo then takes
+   the rows that are not finite). */
 MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
     const mha__dec *f = (const mha__dec *)arg;
     const mha__ctx *c = f->c;
@@ -2322,11 +2318,11 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
     const mha__ctx *c = f->c;
     const float ninf = -(FLT_MAX * 2.0f);
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, r, a, j, lo, hi;
+    const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
     for (r = 0; r < f->rows; ++r) {
         size_t i = g * c->grp + r / c->n, tt = r % c->n;
         float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, *x = f->scr;
         const float *q = f->q + ((b * c->kv + g) * f->rows + r) * c->pq;
-        const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
         int bad = 0;
         for (a = 0; a < c->pv; ++a) bad |= !(h[a] - h[a] == 0.0f);
         if (!bad) continue;
