@@ -1597,10 +1597,25 @@ typedef struct mha__fast {
 } mha__fast;
 
 
+/* Bytes of a fast-path workspace of `count` parts of sz[k] floats each
+   (SIZE_MAX on overflow), every part a multiple of 16 floats so that each
+   starts 64-byte aligned; with ws (the aligned workspace) given, *ptr[k]
+   is set to part k. */
+MHA__PRIVATE size_t mha__parts_at(float *ws, const size_t *sz, float **const *ptr, size_t count) {
+    size_t t = 0, k, r;
+    for (k = 0; k < count; ++k) {
+        if (ws) *ptr[k] = ws + t;
+        r = mha__add(sz[k], 15);
+        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
+    }
+    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
+    return t & 1u ? SIZE_MAX : t;
+}
+
 /* Bytes of the fast path's workspace (SIZE_MAX on overflow); with ws (the
    aligned workspace) given, also its parts. Every part starts 64-byte aligned. */
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
-    size_t sz[9], t = 0, k, r, tiles;
+    size_t sz[9], tiles;
     float **ptr[9];
     f->c = c;
     f->pqr = MHA__UP(c->pq, MHA__NR);
@@ -1624,13 +1639,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[8] = mha__mul(MHA__UP(c->pa, MHA__NR), c->pq);
     ptr[0] = &f->pqo; ptr[1] = &f->pkv; ptr[2] = &f->kp; ptr[3] = &f->kt; ptr[4] = &f->vt;
     ptr[5] = &f->tail; ptr[6] = &f->slot; ptr[7] = &f->akt; ptr[8] = &f->paq;
-    for (k = 0; k < 9; ++k) {
-        if (ws) *ptr[k] = ws + t;
-        r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
-        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
-    }
-    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
-    return t & 1u ? SIZE_MAX : t;
+    return mha__parts_at(ws, sz, ptr, 9);
 }
 
 /* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KVB-1:
@@ -2012,7 +2021,7 @@ typedef struct mha__dec {
 /* Bytes of the fast decode's workspace (SIZE_MAX on overflow), and with ws
    given its parts. */
 MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, float *ws) {
-    size_t sz[6], t = 0, k, r;
+    size_t sz[6];
     float **ptr[6];
     f->c = c;
     f->pkr = MHA__UP(c->pk, MHA__NR);
@@ -2031,13 +2040,7 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
     if (sz[4] < c->ms) sz[4] = c->ms; /* also the scores of a row computed again */
     sz[5] = mha__mul(mha__mul(c->batch, c->kv), c->pv);
     ptr[0] = &f->pbuf; ptr[1] = &f->q; ptr[2] = &f->res; ptr[3] = &f->cat; ptr[4] = &f->scr; ptr[5] = &f->mc;
-    for (k = 0; k < 6; ++k) {
-        if (ws) *ptr[k] = ws + t;
-        r = mha__add(sz[k], 15); /* each part a multiple of 16 floats */
-        t = mha__add(t, r == SIZE_MAX ? r : r / 16 * 16);
-    }
-    t = mha__add(mha__mul(t, sizeof(float)), MHA_WORKSPACE_ALIGN);
-    return t & 1u ? SIZE_MAX : t;
+    return mha__parts_at(ws, sz, ptr, 6);
 }
 
 /* Whether the fast decode takes a call: dot scoring, and task counts that
@@ -2434,6 +2437,25 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
    returns MHA__RUN. */
 #define MHA__KEEP(c, workspace) (mha__layout(c, (size_t *)(void *)(mha__align(workspace) + sizeof *(c) / 4)), MHA__RUN)
 
+#if MHA_FAST
+/* The fast path's part of a call: the path, the parallel-for, and packed
+   weights made for this shape (else MHA_ERR_SHAPE). */
+MHA__PRIVATE mha_status mha__fast_call(mha__ctx *c, int fast, mha_parallel_for pfor, void *user) {
+    c->fast = fast;
+    c->pfor = pfor;
+    c->user = user;
+    return fast && c->w->packed && !mha__packed(c) ? MHA_ERR_SHAPE : MHA_OK;
+}
+#endif
+
+/* The call's inputs and output into *c. */
+MHA__PRIVATE void mha__io(mha__ctx *c, const float *queries, const float *keys, const float *values, float *out) {
+    c->queries = queries;
+    c->keys = keys;
+    c->values = values;
+    c->out = out;
+}
+
 /* mha_forward, its variants and mha_head up to the work: the sizes, then the
    checks in the order of the error table. head is -1 for mha_forward, else
    mha_head's head (INT32_MAX for a negative one) with its valid length len.
@@ -2458,24 +2480,16 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.batch = (size_t)batch;
     c.n = (size_t)n;
     c.m = c.mp = c.ms = (size_t)m;
-#if MHA_FAST
-    c.fast = fast;
-#endif
     if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
     c.head = head;
     c.len = len;
     c.mask = mask;
-    c.queries = queries;
-    c.keys = keys;
-    c.values = values;
-    c.out = out;
+    mha__io(&c, queries, keys, values, out);
     c.attn = attn;
 #if MHA_FAST
-    c.pfor = pfor;
-    c.user = user;
-    if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
+    if ((st = mha__fast_call(&c, fast, pfor, user)) != MHA_OK) return st;
 #endif
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
@@ -2505,10 +2519,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     c.po = mha__mul(c.h, c.pv);
     c.head = MHA__CORE;
     c.mask = mask;
-    c.queries = q;
-    c.keys = k;
-    c.values = v;
-    c.out = heads_out;
+    mha__io(&c, q, k, v, heads_out);
     c.attn = attn;
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st == MHA__RUN) { /* the weights it reads: identity projections (NULL), the additive ones */
@@ -2534,9 +2545,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     size_t b;
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK || (st = mha__counts(&c, batch, decode ? t : 0, keys || values ? t : 0)) != MHA_OK) return st;
-#if MHA_FAST
-    c.fast = fast;
-#endif
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->window < 0 || cache->type != 0 ||
         (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
@@ -2549,15 +2557,10 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     c.ms = (size_t)cache->capacity;
     c.mp = 0;
     c.head = -1;
-    c.queries = queries;
-    c.keys = keys;
-    c.values = values;
-    c.out = out;
+    mha__io(&c, queries, keys, values, out);
     c.cache = cache;
 #if MHA_FAST
-    c.pfor = pfor;
-    c.user = user;
-    if (fast && w->packed && !mha__packed(&c)) return MHA_ERR_SHAPE;
+    if ((st = mha__fast_call(&c, fast, pfor, user)) != MHA_OK) return st;
 #endif
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
