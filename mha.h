@@ -1435,9 +1435,10 @@ MHA__PRIVATE void mha__vscale(float *x, size_t n, float k) {
 
 /* One GEMM of the fast path. C (=, or += when acc) A B, + bias on columns
    at the end, over rows x cols, with
-     A  [rows][k], row stride lda; when rows is not a multiple of MR and
-        tail is not NULL, the last rows are read through tail ([MR][KC]
-        floats), else A must have readable rows up to the next multiple of MR;
+     A  [rows][k], row stride lda; when rows is not a multiple of MR, the
+        last rows are read through tail ([MR][KC] floats) when it is not
+        NULL, or taken one at a time with rows1, else A must have readable
+        rows up to the next multiple of MR;
      B  packed panels of NR columns, panel q at b + q*bps, [k][NR] from there;
      C  element (r, j) at c[r*ldc + (j/NR)*cps + j%NR]: row-major with cps = NR,
         or itself packed panels. */
@@ -1450,7 +1451,8 @@ typedef struct mha__gemm_args {
 } mha__gemm_args;
 
 /* The common case: B panels of k rows (bps = k NR), C row-major (cps = NR),
-   no bias, no tail, C overwritten; callers set what differs. */
+   no bias, C overwritten, A readable up to a multiple of MR rows; callers
+   set what differs. */
 MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const float *a, size_t lda, const float *b,
                                     float *c, size_t ldc) {
     mha__gemm_args g;
@@ -1481,7 +1483,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             const float *a = g->a + r0 * g->lda + k0;
             size_t lda = g->lda;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
-            if (rh < MHA__MR && g->rows1) { /* decoding: a row (or a few) against streamed weights */
+            if (rh < MHA__MR && g->rows1) { /* the last rows (decoding: a row or a few), one at a time */
                 for (r = 0; r < rh; ++r)
                     for (q = 0; q * MHA__NR < g->cols; ++q) {
                         cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
@@ -1579,23 +1581,45 @@ MHA__PRIVATE void mha__pack_qo(const mha__ctx *c, size_t i, float *dst) {
     mha__pack(c->w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, dst + MHA__UP(c->pq, MHA__NR) * c->dq);
 }
 
-/* One call of the fast path: the call's context, the workspace parts, and
-   the kv head / head / batch entry that the tasks are working on. */
+/* The fast path's stages (mha_forward, mha_forward_parallel, mha_attend):
+   the same three as the reference's, with the same signature; a pass is
+   batch entry b and kv head g with its group of query heads, every query
+   row at once, each step through the parallel-for:
+     1. project  the pass's weights packed (unless the caller packed them);
+                 K^T and V as packed panels [mr][p]; V's largest |v| and
+                 finiteness; for additive scoring A_k^(i) K^T and A_q^(i)
+                 packed; the group's queries Q [n][grp p_q];
+     2. attend   per (head, tile of query rows): the fused attention, into the
+                 group's outputs [n][grp p_v];
+     3. output   per tile of rows: out (+)= h_i W_o^(i)^T head by head (the
+                 first head of the call sets out, the last adds b_o).
+   One kv head at a time keeps the workspace small (no n x m term, no copy
+   of every head's keys). mha_attend has no weights: its q, k, v are the
+   caller's (step 1 only packs K and V), and step 2 writes its heads_out.
+   What a step leaves for the next lies in the workspace's parts, past the
+   call state. */
 typedef struct mha__fast {
     const mha__ctx *c;
-    size_t pqr, pkr, pvr, por, mr, slots; /* sizes rounded up to NR (m: to KB); scratch slots */
-    size_t qr;                            /* query rows of a tile: QR, or fewer for a small n */
-    const float *wq, *wk, *wv, *wo;       /* packed W_q^(i), W_k^(g), W_v^(g), W_o block i */
-    float *pqo, *pkv;                     /* where W_q^(i) and W_o's block i, W_k^(g) and W_v^(g) are packed
-                                             when w->packed is NULL (as mha_pack_weights lays them out) */
-    size_t per_i, per_g;                  /* floats of those two parts */
-    float *kp, *kt, *vt, *tail, *slot;    /* K [m][p_k]; K^T and V as packed panels; A tail; slots */
-    float *akt, *paq;                     /* additive: (A_k^(i) K^T) [p_a][mr], packed A_q^(i) */
-    size_t b, g, i, slot_floats;
-    int vbad;                             /* V of kv head g has a value that is not finite */
-    float vscale;                         /* V of kv head g is held times 1/vscale (1, or 2^64 for huge values) */
+    size_t pqr, pkr, pvr, mr;  /* p_q, p_k, p_v rounded up to NR; m to NR */
+    size_t qr, tiles, items;   /* query rows of a tile (QR, or fewer for a small n); tiles of a batch entry;
+                                  items of the attend step, grp x tiles */
+    size_t tasks, slot_floats; /* tasks of the attend stage (a scratch slot each), a slot's floats */
+    size_t per_g, per_i;       /* floats of a kv head's packed W_k, W_v; of a head's W_q, W_o block */
+    const float *packed;       /* w->packed's panels made for this shape, else NULL */
+    const float *wk, *wq;      /* the pass's packed W_k^(g) (W_v^(g) after it) and its first head's W_q
+                                  (W_o's block after it, then the next head's): w->packed's panels, or
+                                  packed into pw (mha_attend: NULL) */
+    float *pw;                 /* [per_g + grp per_i]: the pass's weights when w->packed is NULL */
+    float *qp, *cat;           /* [n][grp p_q] projected queries, [n][grp p_v] the group's outputs */
+    float *kp;                 /* [m][p_k] projected keys before packing */
+    float *kt, *vt;            /* [mr p_k] K^T, [mr pvr] V: packed panels */
+    float *akt, *paq;          /* additive: [grp][p_a][mr] A_k^(i) K^T, [grp][up(p_a) p_q] packed A_q^(i) */
+    float *vscale;             /* [1]: V is held times 1 / vscale (1, or 2^64 for huge values); 0: V has a
+                                  value that is not finite */
+    float *slot;               /* [tasks][slot_floats] */
+    float *tail;               /* [MR][KC]: A's last rows in a step whose one last task has fewer than MR */
+    size_t b, g;               /* the pass: batch entry, kv head */
 } mha__fast;
-
 
 /* Bytes of a fast-path workspace of `count` parts of sz[k] floats each
    (SIZE_MAX on overflow), every part a multiple of 16 floats so that each
@@ -1612,60 +1636,117 @@ MHA__PRIVATE size_t mha__parts_at(float *ws, const size_t *sz, float **const *pt
     return t & 1u ? SIZE_MAX : t;
 }
 
-/* Bytes of the fast path's workspace (SIZE_MAX on overflow); with ws (the
-   aligned workspace) given, also its parts. Every part starts 64-byte aligned. */
+/* Bytes of the fast path's parts (SIZE_MAX on overflow); with ws (64-byte
+   aligned) given, also the parts. mha_attend (head MHA__CORE) has no
+   weights, projections or concatenation of its own. */
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
-    size_t sz[9], tiles;
-    float **ptr[9];
+    const int core = c->head == MHA__CORE;
+    const float *packed = f->packed = core ? NULL : mha__packed(c);
+    size_t sz[11];
+    float **ptr[11];
     f->c = c;
     f->pqr = MHA__UP(c->pq, MHA__NR);
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pvr = MHA__UP(c->pv, MHA__NR);
-    f->por = MHA__UP(c->po, MHA__NR);
     f->mr = MHA__UP(c->m, MHA__NR);
     f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR) : MHA__QR; /* n = 0: no tile, qr > 0 */
-    tiles = (c->n + f->qr - 1) / f->qr;
-    f->slots = tiles < MHA__SLOTS ? tiles : MHA__SLOTS;
+    f->tiles = (c->n + f->qr - 1) / f->qr;
+    f->items = mha__mul(c->grp, f->tiles);
+    f->tasks = f->items < MHA__SLOTS ? f->items : MHA__SLOTS;
     f->slot_floats = mha__mul(f->qr, mha__add(mha__add(mha__add(c->pq, mha__mul(3, f->pvr)), c->pa), MHA__KB + 3));
     mha__packed_bytes(c, &f->per_g, &f->per_i);
-    sz[0] = f->per_i;
-    sz[1] = f->per_g;
-    sz[2] = mha__mul(c->m, c->pk);
-    sz[3] = mha__mul(f->mr, c->pk);
-    sz[4] = mha__mul(f->mr, f->pvr);
-    sz[5] = MHA__MR * MHA__KC;
-    sz[6] = mha__mul(f->slots, f->slot_floats);
-    sz[7] = mha__mul(c->pa, f->mr);
-    sz[8] = mha__mul(MHA__UP(c->pa, MHA__NR), c->pq);
-    ptr[0] = &f->pqo; ptr[1] = &f->pkv; ptr[2] = &f->kp; ptr[3] = &f->kt; ptr[4] = &f->vt;
-    ptr[5] = &f->tail; ptr[6] = &f->slot; ptr[7] = &f->akt; ptr[8] = &f->paq;
-    return mha__parts_at(ws, sz, ptr, 9);
+    sz[0] = core || packed ? 0 : mha__add(f->per_g, mha__mul(c->grp, f->per_i));
+    sz[1] = core ? 0 : mha__mul(c->n, mha__mul(c->grp, c->pq));
+    sz[2] = core ? 0 : mha__mul(c->n, mha__mul(c->grp, c->pv));
+    sz[3] = core ? 0 : mha__mul(c->m, c->pk);
+    sz[4] = mha__mul(f->mr, c->pk);
+    sz[5] = mha__mul(f->mr, f->pvr);
+    sz[6] = mha__mul(c->grp, mha__mul(c->pa, f->mr));
+    sz[7] = mha__mul(c->grp, mha__mul(MHA__UP(c->pa, MHA__NR), c->pq));
+    sz[8] = 1;
+    sz[9] = mha__mul(f->tasks, f->slot_floats);
+    sz[10] = MHA__MR * MHA__KC;
+    ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
+    ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->vscale; ptr[9] = &f->slot;
+    ptr[10] = &f->tail;
+    return mha__parts_at(ws, sz, ptr, 11);
 }
 
-/* Keys and values of batch entry f->b, kv head f->g, rows j0 .. j0+KVB-1:
-   K projected into kp and packed into kt, V projected straight into its
-   packed panels in vt. Task `block` of the kv step. */
+/* The fast path's state of a call (struct mha__fast) lies in the workspace
+   just past the call state c, its parts after it; the first pass's project
+   step lays them out, and each pass's sets its batch entry, kv head and
+   packed weights. */
+#define MHA__FAST_SELF MHA__UP(sizeof(mha__fast), MHA_WORKSPACE_ALIGN)
+MHA__PRIVATE mha__fast *mha__fast_state(const mha__ctx *c) {
+    return (mha__fast *)(void *)((unsigned char *)(uintptr_t)c + MHA_WORKSPACE_STATE);
+}
+
+/* Task `block` of step 1: key rows j0 .. j0+KVB-1 of the pass: K projected
+   into kp and packed into K^T's panels, V projected straight into its
+   panels (mha_attend: the caller's rows packed as they are). */
 MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     const mha__fast *f = (const mha__fast *)arg;
     const mha__ctx *c = f->c;
     const mha_weights *w = c->w;
-    size_t j0 = (size_t)block * MHA__KVB, rows = c->m - j0 < MHA__KVB ? c->m - j0 : MHA__KVB, q, j;
-    mha__gemm_args g = mha__mm(rows, c->pk, c->dk, c->keys + (f->b * c->m + j0) * c->dk, c->dk, f->wk,
-                               f->kp + j0 * c->pk, c->pk);
-    g.bias = w->b_k ? w->b_k + f->g * c->pk : NULL;
-    g.tail = f->tail;
-    mha__gemm(&g);
-    mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, f->kt + j0 * c->pk);
+    const size_t j0 = (size_t)block * MHA__KVB, rows = c->m - j0 < MHA__KVB ? c->m - j0 : MHA__KVB;
+    const float *keys = c->keys + (f->b * c->m + j0) * c->dk, *values = c->values + (f->b * c->m + j0) * c->dv;
+    const size_t g = f->g;
+    float *kt = f->kt + j0 * c->pk, *vt = f->vt + j0 * MHA__NR;
+    size_t q, j, a;
+    mha__gemm_args ga;
     for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
-        for (j = 0; j < rows * MHA__NR; ++j) f->vt[q * f->mr * MHA__NR + j0 * MHA__NR + j] = 0.0f;
-    g = mha__mm(rows, c->pv, c->dv, c->values + (f->b * c->m + j0) * c->dv, c->dv, f->wv, f->vt + j0 * MHA__NR,
-                MHA__NR);
-    g.cps = f->mr * MHA__NR; /* straight into the packed panels */
-    g.bias = w->b_v ? w->b_v + f->g * c->pv : NULL;
-    g.tail = f->tail;
-    mha__gemm(&g);
+        for (j = 0; j < rows * MHA__NR; ++j) vt[q * f->mr * MHA__NR + j] = 0.0f;
+    if (c->head == MHA__CORE) {
+        mha__pack(keys + g * c->pk, c->dk, rows, c->pk, kt);
+        for (j = 0; j < rows; ++j)
+            for (a = 0; a < c->pv; ++a)
+                vt[(a / MHA__NR) * f->mr * MHA__NR + j * MHA__NR + a % MHA__NR] = values[j * c->dv + g * c->pv + a];
+        return;
+    }
+    ga = mha__mm(rows, c->pk, c->dk, keys, c->dk, f->wk, f->kp + j0 * c->pk, c->pk);
+    ga.bias = w->b_k ? w->b_k + g * c->pk : NULL;
+    ga.tail = f->tail; /* the last block's */
+    mha__gemm(&ga);
+    mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
+    ga = mha__mm(rows, c->pv, c->dv, values, c->dv, f->wk + f->pkr * c->dk, vt, MHA__NR);
+    ga.cps = f->mr * MHA__NR; /* straight into the packed panels */
+    ga.bias = w->b_v ? w->b_v + g * c->pv : NULL;
+    ga.tail = f->tail;
+    mha__gemm(&ga);
 }
 
+/* Task l of step 1, additive scoring, head i = g grp + l of the pass:
+   A_k^(i) K^T [p_a][mr] (0 for the padding keys) and A_q^(i) packed. */
+MHA__PRIVATE void mha__fast_akt(void *arg, int32_t l) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const mha__ctx *c = f->c;
+    const size_t i = f->g * c->grp + (size_t)l;
+    float *akt = f->akt + (size_t)l * c->pa * f->mr;
+    size_t a, j;
+    mha__gemm_args ga = mha__mm(c->pa, c->m, c->pk, c->w->a_k + i * c->pa * c->pk, c->pk, f->kt, akt, f->mr);
+    ga.rows1 = 1;
+    mha__gemm(&ga);
+    for (a = 0; a < c->pa; ++a)
+        for (j = c->m; j < f->mr; ++j) akt[a * f->mr + j] = 0.0f;
+    mha__pack(c->w->a_q + i * c->pa * c->pq, c->pq, c->pa, c->pq,
+              f->paq + (size_t)l * MHA__UP(c->pa, MHA__NR) * c->pq);
+}
+
+/* Task `tile` of step 1: that tile's queries for each head of the pass. */
+MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const mha__ctx *c = f->c;
+    const size_t t0 = (size_t)tile * f->qr, rows = c->n - t0 < f->qr ? c->n - t0 : f->qr, gq = c->grp * c->pq;
+    size_t l, i;
+    for (l = 0; l < c->grp; ++l) {
+        mha__gemm_args ga = mha__mm(rows, c->pq, c->dq, c->queries + (f->b * c->n + t0) * c->dq, c->dq,
+                                    f->wq + l * f->per_i, f->qp + t0 * gq + l * c->pq, gq);
+        i = f->g * c->grp + l;
+        ga.bias = c->w->b_q ? c->w->b_q + i * c->pq : NULL;
+        ga.tail = f->tail; /* the last tile's */
+        mha__gemm(&ga);
+    }
+}
 /* The max of x[0..len) and mx as the reference path takes it: NaN once any
    element is NaN. */
 MHA__PRIVATE float mha__max(const float *x, size_t len, float mx) {
@@ -1718,31 +1799,32 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
     return top > mx ? top : mx;
 }
 
-/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
-   block's product pt is summed from zero and added to ot with compensation
-   oc (as the reference path adds its blocks), so that the error does not grow
-   with m. When V has a value that is not finite, weights of exactly 0 are
-   skipped as the reference path skips them, so that a masked key's values
-   never count, and the blocks are added plainly (an inf stays inf). */
+/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the block's product pt is summed from zero and added to ot with
+   compensation oc (as the reference path adds its blocks), so that the
+   error does not grow with m. When V has a value that is not finite,
+   weights of exactly 0 are skipped as the reference path skips them, so that
+   a masked key's values never count, and the blocks are added plainly (an
+   inf stays inf). */
 MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, size_t j0, float *ot, float *pt,
                                float *oc) {
     const mha__ctx *c = f->c;
-    mha__gemm_args g;
+    const float *vt = f->vt;
+    mha__gemm_args ga;
     size_t r, j, a, n = f->qr * f->pvr;
-    if (f->vbad) {
+    if (f->vscale[0] == 0.0f) {
         for (j = 0; j < n; ++j) pt[j] = 0.0f;
         for (r = 0; r < f->qr; ++r)
             for (j = 0; j < cl; ++j)
                 if (st[r * MHA__KB + j] != 0.0f)
                     for (a = 0; a < c->pv; ++a)
-                        pt[r * f->pvr + a] += st[r * MHA__KB + j] *
-                                              f->vt[(a / MHA__NR) * f->mr * MHA__NR + (j0 + j) * MHA__NR + a % MHA__NR];
+                        pt[r * f->pvr + a] +=
+                            st[r * MHA__KB + j] * vt[(a / MHA__NR) * f->mr * MHA__NR + (j0 + j) * MHA__NR + a % MHA__NR];
         for (j = 0; j < n; j += MHA__VL) mha__vstore(ot + j, mha__vadd(mha__vload(ot + j), mha__vload(pt + j)));
         return;
     }
-    g = mha__mm(f->qr, c->pv, cl, st, MHA__KB, f->vt + j0 * MHA__NR, pt, f->pvr);
-    g.bps = f->mr * MHA__NR; /* V's panels hold every key */
-    mha__gemm(&g);
+    ga = mha__mm(f->qr, c->pv, cl, st, MHA__KB, vt + j0 * MHA__NR, pt, f->pvr);
+    ga.bps = f->mr * MHA__NR; /* V's panels hold every key */
+    mha__gemm(&ga);
     for (j = 0; j < n; j += MHA__VL) { /* Kahan: y = pt - oc, t = ot + y, oc = (t - ot) - y, ot = t */
         mha__v o = mha__vload(ot + j), y = mha__vsub(mha__vload(pt + j), mha__vload(oc + j)), t = mha__vadd(o, y);
         mha__vstore(oc + j, mha__vsub(mha__vsub(t, o), y));
@@ -1750,58 +1832,59 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
     }
 }
 
-/* Additive scores of rows r < rv for keys j0 .. j0+cp-1 into st:
-   w_a . tanh(A_q q + A_k k_j), summed over a in the reference's order, one
-   vector of keys at a time. */
-MHA__PRIVATE void mha__fast_additive(const mha__fast *f, const float *aq, size_t rv, size_t j0, size_t cp, float *st) {
+/* Additive scores of head g grp + l, rows r < rv, for keys j0 .. j0+cp-1
+   into st: w_a . tanh(A_q q + A_k k_j), summed over a in the reference's
+   order, one vector of keys at a time. */
+MHA__PRIVATE void mha__fast_additive(const mha__fast *f, size_t l, const float *aq, size_t rv, size_t j0, size_t cp,
+                                     float *st) {
     const mha__ctx *c = f->c;
-    const float *wa = c->w->a_v + f->i * c->pa;
+    const float *wa = c->w->a_v + (f->g * c->grp + l) * c->pa, *akt = f->akt + l * c->pa * f->mr;
     size_t r, j, a;
     for (r = 0; r < rv; ++r)
         for (j = 0; j < cp; j += MHA__VL) {
             mha__v acc = mha__vset(0.0f), x;
             for (a = 0; a < c->pa; ++a) {
-                x = mha__vadd(mha__vset(aq[r * c->pa + a]), mha__vload(f->akt + a * f->mr + j0 + j));
+                x = mha__vadd(mha__vset(aq[r * c->pa + a]), mha__vload(akt + a * f->mr + j0 + j));
                 acc = mha__vfma(mha__vset(wa[a]), mha__vtanh(x), acc);
             }
             mha__vstore(st + r * MHA__KB + j, acc);
         }
 }
 
-/* Query tile `tile` (rows t0 .. t0+QR-1 of batch entry f->b) for head f->i,
-   in scratch slot s: the projected queries qt [QR][p_q], a block of scores
-   or weights st [QR][KB], the output accumulator ot [QR][pvr] with a block's
-   product pt and the compensation oc (both [QR][pvr]), the running max mx,
-   sum l and its compensation lc. Adds the head's share W_o^(i) h_i into out
-   (head 0 sets out to its share, the last head adds b_o at the end).
+/* Item `item` of step 2: head i = g grp + gi with gi = item / tiles, tile
+   item % tiles (rows t0 .. t0+QR-1 of batch entry b), in scratch slot s: the tile's queries
+   qt [QR][p_q], a block of scores or weights st [QR][KB], the output
+   accumulator ot [QR][pvr] with a block's product pt and the compensation
+   oc (both [QR][pvr]), the running max mx, sum l and its compensation lc.
+   Writes h_i of each row into the group's outputs (mha_attend: heads_out).
    When V has a value that is not finite, a first pass over the key blocks
    finds each row's max, so that the weights are e^(s - max) of the final
    max, as the reference computes them: a later block's larger max can then
    never rescale a NaN that a weight of 0 would have dropped. */
-MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
+MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
-    const mha_weights *w = c->w;
     const mha_mask *mask = c->mask;
-    const size_t R = f->qr, KB = MHA__KB, m = c->m, pvr = f->pvr, t0 = tile * R, i = f->i;
-    const size_t rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
+    const int core = c->head == MHA__CORE;
+    const size_t gi = item / f->tiles, i = f->g * c->grp + gi, R = f->qr, KB = MHA__KB, m = c->m, pvr = f->pvr;
+    const size_t t0 = item % f->tiles * R, rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
+    const size_t qs = core ? c->dq : c->grp * c->pq, hs = core ? c->po : c->grp * c->pv; /* row strides */
+    const float *q = core ? c->queries + row0 * qs + i * c->pq : f->qp + t0 * qs + gi * c->pq;
+    float *ho = core ? c->out + row0 * hs + i * c->pv : f->cat + t0 * hs + gi * c->pv;
     float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *pt = ot + R * pvr, *oc = pt + R * pvr;
     float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
-    const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
+    const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale[0];
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
-    mha__gemm_args g;
+    mha__gemm_args ga;
 
-    /* qt = queries W_q^(i)^T + b_q^(i) */
-    g = mha__mm(rv, c->pq, c->dq, c->queries + row0 * c->dq, c->dq, f->wq, qt, c->pq);
-    g.bias = w->b_q ? w->b_q + i * c->pq : NULL;
-    g.tail = f->tail;
-    mha__gemm(&g);
+    /* qt = the tile's queries of head i, 0 past the last row */
+    for (r = 0; r < rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
     if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
-        g = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq, aq, c->pa);
-        mha__gemm(&g);
+        ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
+        mha__gemm(&ga);
     }
 
     for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r */
@@ -1815,15 +1898,15 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
 
     /* pass 0 (only when V is not finite and attn is not asked for): the max of
        each row; pass 1: the weights and the product with V */
-    for (pass = f->vbad && !attn ? 0 : 1; pass < 2; ++pass) {
+    for (pass = vscale == 0.0f && !attn ? 0 : 1; pass < 2; ++pass) {
         for (j0 = 0; j0 < jend; j0 += KB) {
             cl = jend - j0 < KB ? jend - j0 : KB;
             cp = MHA__UP(cl, MHA__VL);
             if (MHA__ADDITIVE(c)) {
-                mha__fast_additive(f, aq, rv, j0, cp, st);
-            } else {
-                g = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB); /* st = q . k, keys j0.. */
-                mha__gemm(&g);
+                mha__fast_additive(f, gi, aq, rv, j0, cp, st);
+            } else { /* st = q . k, keys j0.. */
+                ga = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB);
+                mha__gemm(&ga);
             }
             for (r = 0; r < R; ++r) {
                 float *x = st + r * KB, alpha, mnew;
@@ -1888,25 +1971,40 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t tile, float *s) {
                 for (j = 0; j < cl; ++j) st[r * KB + j] = r < rv ? attn[r * m + j0 + j] : 0.0f;
             mha__fast_pv(f, st, cl, j0, ot, pt, oc);
         }
-        if (f->vscale != 1.0f)
-            for (r = 0; r < rv; ++r) mha__vscale(ot + r * pvr, pvr, f->vscale);
+        if (vscale > 1.0f)
+            for (r = 0; r < rv; ++r) mha__vscale(ot + r * pvr, pvr, vscale);
     } else {
         for (r = 0; r < rv; ++r) /* divide once (and undo V's scale); a row with every key masked is 0 */
-            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : f->vscale / l[r]);
+            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
     }
-
-    /* out (+)= h_i W_o^(i)^T, + b_o after the last head */
-    g = mha__mm(rv, c->po, c->pv, ot, pvr, f->wo, c->out + row0 * c->po, c->po);
-    g.bias = i + 1 == c->h ? w->b_o : NULL;
-    g.acc = i != 0;
-    mha__gemm(&g);
+    for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
 }
 
-/* Task `slot` of the attention step: tiles slot, slot + slots, ... */
-MHA__PRIVATE void mha__fast_tiles(void *arg, int32_t slot) {
+/* Task `task` of step 2: an equal share of the items, in order, in the
+   task's own scratch slot. */
+MHA__PRIVATE void mha__fast_items(void *arg, int32_t task) {
     const mha__fast *f = (const mha__fast *)arg;
-    size_t t, tiles = (f->c->n + f->qr - 1) / f->qr;
-    for (t = (size_t)slot; t < tiles; t += f->slots) mha__fast_tile(f, t, f->slot + (size_t)slot * f->slot_floats);
+    const size_t k = (size_t)task, share = f->items / f->tasks, extra = f->items % f->tasks;
+    size_t e = k * share + (k < extra ? k : extra), end = e + share + (k < extra);
+    for (; e < end; ++e) mha__fast_tile(f, e, f->slot + k * f->slot_floats);
+}
+
+/* Task `tile` of step 3: out (+)= h_i W_o^(i)^T for each head i of the
+   pass in turn (head 0 sets out, the last head adds b_o), that tile's rows. */
+MHA__PRIVATE void mha__fast_o(void *arg, int32_t tile) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const mha__ctx *c = f->c;
+    const size_t t0 = (size_t)tile * f->qr, rows = c->n - t0 < f->qr ? c->n - t0 : f->qr, gv = c->grp * c->pv;
+    size_t l, i;
+    for (l = 0; l < c->grp; ++l) {
+        mha__gemm_args ga = mha__mm(rows, c->po, c->pv, f->cat + t0 * gv + l * c->pv, gv,
+                                    f->wq + l * f->per_i + f->pqr * c->dq, c->out + (f->b * c->n + t0) * c->po, c->po);
+        i = f->g * c->grp + l;
+        ga.bias = i + 1 == c->h ? c->w->b_o : NULL;
+        ga.acc = i != 0;
+        ga.tail = f->tail; /* the last tile's */
+        mha__gemm(&ga);
+    }
 }
 
 /* count tasks of the fast path (forward and decoding) through the caller's
@@ -1920,64 +2018,64 @@ MHA__PRIVATE void mha__par(const mha__ctx *c, mha_task task, void *arg, size_t c
         for (k = 0; k < count; ++k) task(arg, (int32_t)k);
 }
 
-/* The fast path, once every check has passed. */
-MHA__PRIVATE void mha__fast_run(const mha__ctx *c, float *ws) {
-    const mha_weights *w = c->w;
-    const float *packed = mha__packed(c); /* NULL: pack into the workspace here */
-    mha__fast f;
-    size_t b, g, i, j, q;
-    mha__fast_layout(&f, c, ws);
-    for (b = 0; b < c->batch; ++b)
-        for (g = 0; g < c->kv; ++g) {
-            f.b = b;
-            f.g = g;
-            if (packed) {
-                f.wk = packed + g * f.per_g;
-            } else {
-                mha__pack_kv(c, g, f.pkv);
-                f.wk = f.pkv;
-            }
-            f.wv = f.wk + f.pkr * c->dk;
-            for (q = 0; q < f.pvr / MHA__NR; ++q) /* V's padding rows m .. mr-1 */
-                for (j = c->m * MHA__NR; j < f.mr * MHA__NR; ++j) f.vt[q * f.mr * MHA__NR + j] = 0.0f;
-            mha__par(c, mha__fast_kv, &f, (c->m + MHA__KVB - 1) / MHA__KVB);
-            { /* inf * 0 and NaN * 0 are NaN: one test at the end; and the largest |v| */
-                mha__v z = mha__vset(0.0f), acc = z, big = z, x;
-                for (j = 0; j < f.mr * f.pvr; j += MHA__VL) {
-                    x = mha__vload(f.vt + j);
-                    acc = mha__vfma(x, z, acc);
-                    big = mha__vmax(big, mha__vmax(x, mha__vsub(z, x)));
-                }
-                f.vbad = mha__vbad(acc);
-                /* sum_j e^(s_j - max) v_j, before the division by the sum, can reach m max |v|: with
-                   |v| >= 2^64 V is held times 2^-64 (exact but for values below 2^-62, whose share is
-                   below any tolerance), so that a finite result never overflows on the way */
-                f.vscale = 1.0f;
-                if (!f.vbad && mha__vhmax(big) >= 18446744073709551616.0f) {
-                    f.vscale = 18446744073709551616.0f;
-                    mha__vscale(f.vt, f.mr * f.pvr, 1.0f / f.vscale);
-                }
-            }
-            for (i = g * c->grp; i < (g + 1) * c->grp; ++i) {
-                f.i = i;
-                if (packed) {
-                    f.wq = packed + c->kv * f.per_g + i * f.per_i;
-                } else {
-                    mha__pack_qo(c, i, f.pqo);
-                    f.wq = f.pqo;
-                }
-                f.wo = f.wq + f.pqr * c->dq;
-                if (MHA__ADDITIVE(c)) { /* akt = A_k^(i) K^T; A_q^(i) packed */
-                    mha__gemm_args ga = mha__mm(c->pa, c->m, c->pk, w->a_k + i * c->pa * c->pk, c->pk, f.kt, f.akt, f.mr);
-                    ga.tail = f.tail;
-                    mha__gemm(&ga);
-                    for (q = 0; q < c->pa; ++q) /* padding keys: 0 */
-                        for (j = c->m; j < f.mr; ++j) f.akt[q * f.mr + j] = 0.0f;
-                    mha__pack(w->a_q + i * c->pa * c->pq, c->pq, c->pa, c->pq, f.paq);
-                }
-                mha__par(c, mha__fast_tiles, &f, f.slots);
-            }
+/* 1. project (fast), pass (b, g). */
+MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
+    mha__fast *f = mha__fast_state(c);
+    size_t k, j;
+    if (b == 0 && g == 0) mha__fast_layout(f, c, (float *)(void *)((unsigned char *)f + MHA__FAST_SELF));
+    f->b = b;
+    f->g = g;
+    f->wk = f->packed ? f->packed + g * f->per_g : f->pw;
+    f->wq = f->packed ? f->packed + c->kv * f->per_g + g * c->grp * f->per_i : f->pw + f->per_g;
+    if (c->head != MHA__CORE && !f->packed) { /* the pass's weights, as mha_pack_weights lays them out */
+        mha__pack_kv(c, g, f->pw);
+        for (k = 0; k < c->grp; ++k) mha__pack_qo(c, g * c->grp + k, f->pw + f->per_g + k * f->per_i);
+    }
+    for (k = 0; k < f->pvr / MHA__NR; ++k) /* V's padding rows m .. mr-1 */
+        for (j = c->m * MHA__NR; j < f->mr * MHA__NR; ++j) f->vt[k * f->mr * MHA__NR + j] = 0.0f;
+    mha__par(c, mha__fast_kv, f, (c->m + MHA__KVB - 1) / MHA__KVB);
+    { /* inf * 0 and NaN * 0 are NaN: one test at the end; and the largest |v| */
+        mha__v z = mha__vset(0.0f), acc = z, big = z, x;
+        for (j = 0; j < f->mr * f->pvr; j += MHA__VL) {
+            x = mha__vload(f->vt + j);
+            acc = mha__vfma(x, z, acc);
+            big = mha__vmax(big, mha__vmax(x, mha__vsub(z, x)));
         }
+        /* sum_j e^(s_j - max) v_j, before the division by the sum, can reach m max |v|: with
+           |v| >= 2^64 V is held times 2^-64 (exact but for values below 2^-62, whose share is
+           below any tolerance), so that a finite result never overflows on the way */
+        f->vscale[0] = mha__vbad(acc) ? 0.0f : 1.0f;
+        if (f->vscale[0] != 0.0f && mha__vhmax(big) >= 18446744073709551616.0f) {
+            f->vscale[0] = 18446744073709551616.0f;
+            mha__vscale(f->vt, f->mr * f->pvr, 1.0f / f->vscale[0]);
+        }
+    }
+    if (MHA__ADDITIVE(c)) mha__par(c, mha__fast_akt, f, c->grp);
+    if (c->head != MHA__CORE) mha__par(c, mha__fast_q, f, f->tiles);
+    MHA__CLEAN();
+}
+
+/* 2. attend (fast), pass (b, g): every (head, tile) item. */
+MHA__PRIVATE void mha__fast_attend(const mha__ctx *c, size_t b, size_t g) {
+    mha__fast *f = mha__fast_state(c);
+    size_t e;
+    (void)b;
+    (void)g;
+    if (c->pfor)
+        mha__par(c, mha__fast_items, f, f->tasks);
+    else /* one thread: every item in one slot, which stays in cache */
+        for (e = 0; e < f->items; ++e) mha__fast_tile(f, e, f->slot);
+    MHA__CLEAN();
+}
+
+/* 3. output (fast), pass (b, g): every tile of rows (mha_attend: none, its
+   heads' outputs are its result). */
+MHA__PRIVATE void mha__fast_output(const mha__ctx *c, size_t b, size_t g) {
+    mha__fast *f = mha__fast_state(c);
+    (void)b;
+    (void)g;
+    if (c->head == MHA__CORE) return;
+    mha__par(c, mha__fast_o, f, f->tiles);
     MHA__CLEAN();
 }
 
@@ -2405,7 +2503,8 @@ MHA__PRIVATE size_t mha__bytes(const mha__ctx *c) {
         mha__dec d;
         return mha__dec_fits(c) ? mha__fast_decode_layout(&d, c, NULL) : bytes;
     }
-    return mha__fast_layout(&f, c, NULL);
+    /* the fast state and its parts follow the call state */
+    return mha__add(mha__fast_layout(&f, c, NULL), MHA_WORKSPACE_STATE + MHA__FAST_SELF);
 }
 #else
 #define mha__bytes(c) mha__layout(c, NULL)
@@ -2435,7 +2534,13 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
 
 /* The call state into the workspace for mha__compute (see mha__layout);
    returns MHA__RUN. */
-#define MHA__KEEP(c, workspace) (mha__layout(c, (size_t *)(void *)(mha__align(workspace) + sizeof *(c) / 4)), MHA__RUN)
+#define MHA__KEEP_REF(c, workspace) (mha__layout(c, (size_t *)(void *)(mha__align(workspace) + sizeof *(c) / 4)), MHA__RUN)
+#if MHA_FAST /* the fast stages keep their own parts: the state alone, copied as a struct */
+#define MHA__KEEP(c, workspace) \
+    ((c)->fast && !(c)->cache ? (*(mha__ctx *)(void *)mha__align(workspace) = *(c), MHA__RUN) : MHA__KEEP_REF(c, workspace))
+#else
+#define MHA__KEEP(c, workspace) MHA__KEEP_REF(c, workspace)
+#endif
 
 #if MHA_FAST
 /* The fast path's part of a call: the path, the parallel-for, and packed
@@ -2492,14 +2597,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     if ((st = mha__fast_call(&c, fast, pfor, user)) != MHA_OK) return st;
 #endif
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
-    if (st != MHA__RUN) return st;
-#if MHA_FAST
-    if (fast) {
-        mha__fast_run(&c, mha__align(workspace));
-        return MHA_OK;
-    }
-#endif
-    return MHA__KEEP(&c, workspace);
+    return st == MHA__RUN ? MHA__KEEP(&c, workspace) : st;
 }
 
 /* mha_attend up to the work: its inputs are rows of h p_q, kv p_k, kv p_v
@@ -2521,6 +2619,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     c.mask = mask;
     mha__io(&c, q, k, v, heads_out);
     c.attn = attn;
+#if MHA_FAST
+    c.fast = 1; /* one thread; the weights it reads have no packed form */
+    c.pfor = NULL;
+    c.user = NULL;
+#endif
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st == MHA__RUN) { /* the weights it reads: identity projections (NULL), the additive ones */
         mha_weights *iw = (mha_weights *)(void *)((unsigned char *)mha__align(workspace) + MHA_WORKSPACE_STATE) - 1;
@@ -2578,54 +2681,77 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     return MHA__KEEP(&c, workspace);
 }
 
-/* The reference computation, for a call that an enter function answered
-   with MHA__RUN (else its status is returned as it is): per batch entry,
-   1. project the keys and values into the workspace (for additive scoring
-      also A_k K),
-   2. per query and head: project the query, attend, pool,
+/* The reference stages; a pass is query t of batch entry b, every head
+   [h0, h1) (mha_head: its head):
+   1. project the keys and values of the kv heads that those heads use into
+      the workspace (when t = 0; for additive scoring also A_k^(i) K), then
+      the query, q_i for each head;
+   2. attend: per head, the scores under the rules (mha__attend), pooled
+      (mha__pool) into h_i;
    3. output: W_o times the heads' outputs (not for mha_head).
-   mha_attend runs it with identity projections (mha__project). */
+   mha_attend runs them with identity projections (mha__project). */
+MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
+    size_t m = c->m, i, g;
+    for (i = 0; i < c->h; ++i) {
+        if (c->head >= 0 && i != (size_t)c->head) continue; /* mha_head: its head alone */
+        g = i / c->grp;
+        if (t == 0 && (i % c->grp == 0 || i == (size_t)c->head)) { /* K [kv][m][p_k], V */
+            mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk, MHA__PART(c, MHA__KP) + g * m * c->pk);
+            mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
+                         MHA__PART(c, MHA__VP) + g * m * c->pv);
+        }
+#if !MHA_NO_ADDITIVE
+        if (t == 0 && MHA__ADDITIVE(c)) /* A_k^(i) K [m][p_a] */
+            mha__project(c, MHA__PROJ_AK, MHA__PART(c, MHA__KP) + g * m * c->pk, m, i * c->pa,
+                         MHA__PART(c, MHA__AK) + i * m * c->pa);
+#endif
+        /* q_i [p_q] */
+        mha__project(c, MHA__PROJ_Q, c->queries + (b * c->n + t) * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
+    }
+}
+MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
+    size_t i;
+    for (i = 0; i < c->h; ++i) { /* (A_q^(i) q_i [p_a]), the scores [m], h_i [p_v] */
+        if (c->head >= 0 && i != (size_t)c->head) continue;
+#if !MHA_NO_ADDITIVE
+        if (MHA__ADDITIVE(c))
+            mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa, MHA__PART(c, MHA__AQ));
+#endif
+        mha__pool(mha__attend(c, b, t, i), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv, c->pv, c->pv,
+                  c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
+    }
+}
+MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
+    if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + (b * c->n + t) * c->po);
+}
+
+/* The stages of the call's path, chosen here at compile time, and the
+   passes of a batch entry: the fast path's (MHA_FAST, for mha_forward,
+   mha_forward_parallel and mha_attend), one pass per kv head with every
+   query row, or the reference's, one pass per query row with every head. */
+#if MHA_FAST
+#define MHA__STAGE(c, stage, b, pass) ((c)->fast ? mha__fast_##stage(c, b, pass) : mha__ref_##stage(c, b, pass))
+#define MHA__PASSES(c) ((c)->fast ? (c)->kv : (c)->n)
+#else
+#define MHA__STAGE(c, stage, b, pass) mha__ref_##stage(c, b, pass)
+#define MHA__PASSES(c) ((c)->n)
+#endif
+
+/* The computation of mha_forward (every variant), mha_head and mha_attend,
+   for a call that an enter function answered with MHA__RUN (else its status
+   is returned as it is): the three stages in turn, per batch entry and
+   pass. */
 MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) {
     const mha__ctx *c;
-    size_t m, b, t, i, g, h0, h1;
+    size_t b, pass;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
-    m = c->m;
-    h0 = c->head < 0 ? 0 : (size_t)c->head;
-    h1 = c->head < 0 ? c->h : h0 + 1;
-    for (b = 0; b < c->batch; ++b) {
-        /* 1. K [kv][m][p_k] and V of the kv heads that heads [h0, h1) use; A_k^(i) K [m][p_a] */
-        for (i = h0; i < h1; ++i) {
-            g = i / c->grp;
-            if (i == h0 || i % c->grp == 0) {
-                mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk,
-                             MHA__PART(c, MHA__KP) + g * m * c->pk);
-                mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
-                             MHA__PART(c, MHA__VP) + g * m * c->pv);
-            }
-#if !MHA_NO_ADDITIVE
-            if (MHA__ADDITIVE(c))
-                mha__project(c, MHA__PROJ_AK, MHA__PART(c, MHA__KP) + g * m * c->pk, m, i * c->pa,
-                             MHA__PART(c, MHA__AK) + i * m * c->pa);
-#endif
+    for (b = 0; b < c->batch; ++b)
+        for (pass = 0; pass < MHA__PASSES(c); ++pass) {
+            MHA__STAGE(c, project, b, pass);
+            MHA__STAGE(c, attend, b, pass);
+            MHA__STAGE(c, output, b, pass);
         }
-        for (t = 0; t < c->n; ++t) {
-            size_t row = b * c->n + t; /* the query's row in [batch][n] */
-            for (i = h0; i < h1; ++i) {
-                /* 2. q_i [p_q] (A_q^(i) q_i [p_a]), its scores [m], h_i [p_v] */
-                mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
-#if !MHA_NO_ADDITIVE
-                if (MHA__ADDITIVE(c))
-                    mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
-                                 MHA__PART(c, MHA__AQ));
-#endif
-                mha__pool(mha__attend(c, b, t, i), m, MHA__PART(c, MHA__VP) + i / c->grp * m * c->pv, c->pv, c->pv,
-                          c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
-            }
-            /* 3. out [p_o] = W_o cat + b_o */
-            if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po);
-        }
-    }
     return MHA_OK;
 }
 
@@ -2921,6 +3047,9 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
     c.dv = mha__mul(c.kv, c.pv);
     c.po = mha__mul(c.h, c.pv);
     c.head = MHA__CORE;
+#if MHA_FAST
+    c.fast = 1;
+#endif
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
 }
