@@ -249,8 +249,11 @@ typedef void (*mha_parallel_for)(void *user, mha_task task, void *arg, int32_t c
 
 /* mha_forward, with its independent pieces of work handed to parallel_for
    (with `user` as its first argument). parallel_for NULL: one thread. The
-   result is the same, bit for bit, for any parallel_for. Under MHA_FAST 0
-   the reference path runs on the calling thread and parallel_for is unused. */
+   result is the same, bit for bit, for any parallel_for. It is called four
+   times (five with additive scoring) per batch entry and kv head, once per
+   stage step, so it should be cheap to call: a pool that keeps its threads.
+   Under MHA_FAST 0 the reference path runs on the calling thread and
+   parallel_for is unused. */
 MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                        int32_t m, const float *queries, const float *keys, const float *values,
                                        const mha_mask *mask, float *out, float *attn, void *workspace,
@@ -294,7 +297,8 @@ MHADEF mha_status mha_head(const mha_shape *shape, const mha_weights *w, int32_t
    additive scoring (a_q, a_k, a_v; NULL everywhere else is fine), and d_q,
    d_k, d_v, p_o of the shape are not used (any value >= 1). workspace:
    mha_attend_workspace_size() bytes, any alignment. Returns as mha_forward.
-   Always the reference path (plain loops), also under MHA_FAST 1. */
+   Under MHA_FAST 1 the fast path's attend stage runs it (one thread), else
+   the reference path's. */
 MHADEF mha_status mha_attend(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
                              const float *q, const float *k, const float *v, const mha_mask *mask,
                              float *heads_out, float *attn, void *workspace, size_t workspace_bytes);
@@ -3151,8 +3155,10 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
               schedule) and mha_decode_parallel; MHA_ERR_CAPACITY. The
               stages as public functions: mha_attend (the attend stage on
               projected inputs) and mha_output_rows; one orchestration loop
-              for mha_forward, mha_head and mha_attend. MHA_WORKSPACE_STATE
-              is 56 pointers (was 40).
+              for mha_forward, mha_head and mha_attend over stages with a
+              reference and a fast variant of the same signature (the fast
+              path one kv head per pass; mha_attend fast under MHA_FAST 1).
+              MHA_WORKSPACE_STATE is 56 pointers (was 40).
               accuracy: every sum in blocks, compensated across them (never
               less accurate than PyTorch's fp32 module, error independent of
               m); exp within 1 ulp and tanh within 1.2 ulp on every build;

@@ -4,7 +4,7 @@
 # (MHA_NO_SIMD=1) at -O2 and -O3 (where gcc's autovectoriser once made the
 # portable code many times slower), under valgrind --tool=callgrind (which
 # cannot run AVX-512 code). Counts only what runs inside the library's call
-# (mha__enter, where the fast path runs).
+# (mha__enter, its checks, and mha__compute, the stages).
 #   bench/callgrind.sh            prints the table of README.md, "Benchmark"
 #   bench/callgrind.sh --check    also compares each count with README.md's
 #                                 (within 3 %) and prints "N passed, M failed"
@@ -20,7 +20,7 @@ echo "| build | shape | instructions |"
 echo "|---|---|---|"
 for build in avx2 portable portable-O3; do
     for shape in T M; do
-        out=$(valgrind --tool=callgrind --toggle-collect=mha__enter --callgrind-out-file="$B/callgrind.$build.$shape" \
+        out=$(valgrind --tool=callgrind --toggle-collect=mha__enter --toggle-collect=mha__compute --callgrind-out-file="$B/callgrind.$build.$shape" \
             "$B/bench_$build" 0 "$shape" once 2>&1)
         ir=$(printf '%s\n' "$out" | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' | tail -n 1)
         [ -n "$ir" ] || ir=$(printf '%s\n' "$out" | sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d ,)
