@@ -1023,8 +1023,9 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
    blocks of MHA__KB keys with a running max and sum, the accumulator
    rescaled only when the max grows and divided once at the end, so no n x m
    score matrix exists (unless attn is asked for: then attn itself holds it).
-   One kv head at a time: its K and V are projected, then its query heads
-   attend, and each head's output is added into out through its block of W_o.
+   The reference's three stages, one kv head at a time (see mha__fast_project):
+   its K, V and its query heads' queries are projected, the heads attend, and
+   each head's output is added into out through its block of W_o.
    Vector width at compile time: AVX-512F, AVX2+FMA, NEON (aarch64), or the
    portable code (MHA_NO_SIMD 1, and every other target): GNU C vectors where
    the target has vector registers, else plain loops. */
