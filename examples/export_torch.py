@@ -15,6 +15,8 @@ As a module:
     export_torch.write_header(layer.self_attn, "enc", "enc_attn.h")
     export_torch.header_text(mha, "name")        # the same text, as a string
     export_torch.c_arrays({"ln1_w": tensor, ...})  # any further tensors, for your own code
+    layer = export_torch.GeneralAttention(heads, d_q, d_k, d_v, p_qk, p_v, p_o, kv_heads)
+    export_torch.general_header_text(layer, "pool")  # mha.h's general form: train it, export it
 
 The header holds, for NAME:
     static const float NAME_w_q[...], NAME_b_q[...], ... NAME_w_o[...], NAME_b_o[...];
@@ -30,7 +32,7 @@ import sys
 
 import torch
 
-__all__ = ["attention_tensors", "header_text", "write_header", "c_arrays"]
+__all__ = ["attention_tensors", "header_text", "write_header", "c_arrays", "GeneralAttention", "general_header_text"]
 
 
 def _f(x):
@@ -101,6 +103,62 @@ def header_text(layer, name, heads=None):
         shape["p_o"]))
     ptr = ["%s_%s" % (name, k) if w[k] is not None else "NULL" for k in
            ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")]
+    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
+    return "\n".join(lines) + "\n"
+
+
+class GeneralAttention(torch.nn.Module):
+    """The general form that mha.h computes, as a PyTorch module (scaled dot product scoring):
+    every size independent, grouped-query attention (kv_heads divides heads), weights in mha.h's
+    layout ([out][in], heads side by side). forward(q [B][n][d_q], k [B][m][d_k], v [B][m][d_v],
+    keep=None [n][m] bool or [B][n][m]) -> [B][n][p_o]. A row with every key masked gives
+    b_o, as in mha.h (PyTorch's own modules give NaN there)."""
+
+    def __init__(self, heads, d_q, d_k, d_v, p_qk, p_v, p_o, kv_heads=None):
+        super().__init__()
+        kv = kv_heads or heads
+        if heads % kv:
+            raise ValueError("kv_heads %d does not divide heads %d" % (kv, heads))
+        self.heads, self.kv_heads, self.p_qk, self.p_v = heads, kv, p_qk, p_v
+        self.sizes = dict(heads=heads, kv_heads=kv, d_q=d_q, d_k=d_k, d_v=d_v, p_q=p_qk, p_k=p_qk, p_v=p_v,
+                          p_o=p_o)
+
+        def lin(o, i):
+            return torch.nn.Parameter(torch.empty(o, i).uniform_(-1, 1) * (3.0 / i) ** 0.5)
+        self.w_q, self.b_q = lin(heads * p_qk, d_q), torch.nn.Parameter(torch.zeros(heads * p_qk))
+        self.w_k, self.b_k = lin(kv * p_qk, d_k), torch.nn.Parameter(torch.zeros(kv * p_qk))
+        self.w_v, self.b_v = lin(kv * p_v, d_v), torch.nn.Parameter(torch.zeros(kv * p_v))
+        self.w_o, self.b_o = lin(p_o, heads * p_v), torch.nn.Parameter(torch.zeros(p_o))
+
+    def forward(self, q, k, v, keep=None):
+        B, n, m, h, g = q.shape[0], q.shape[1], k.shape[1], self.heads, self.kv_heads
+        qh = (q @ self.w_q.T + self.b_q).view(B, n, h, self.p_qk).transpose(1, 2)      # [B][h][n][p]
+        kh = (k @ self.w_k.T + self.b_k).view(B, m, g, self.p_qk).transpose(1, 2)      # [B][kv][m][p]
+        vh = (v @ self.w_v.T + self.b_v).view(B, m, g, self.p_v).transpose(1, 2)
+        kh = kh.repeat_interleave(h // g, dim=1)                                        # head i: kv head i / (h/kv)
+        vh = vh.repeat_interleave(h // g, dim=1)
+        s = (qh @ kh.transpose(-1, -2)) / self.p_qk ** 0.5                              # [B][h][n][m]
+        if keep is not None:
+            kp = keep if keep.dim() == 2 else keep[:, None]
+            s = s.masked_fill(~kp, float("-inf"))
+        a = torch.softmax(s, dim=-1)
+        if keep is not None:
+            a = torch.nan_to_num(a, nan=0.0)                                            # fully masked rows: 0
+        o = (a @ vh).transpose(1, 2).reshape(B, n, h * self.p_v)
+        return o @ self.w_o.T + self.b_o
+
+
+def general_header_text(layer, name):
+    """The header for a GeneralAttention (shape and weights, as header_text writes them), as a string."""
+    z = layer.sizes
+    w = {k: getattr(layer, k) for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
+    lines = ["/* %s: a general-form attention exported from PyTorch by examples/export_torch.py for mha.h. */" % name,
+             "#include \"mha.h\"", "", c_arrays(w, name + "_"), ""]
+    lines.append("/* heads %d, kv_heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k %d, p_v %d, p_o %d, scaled dot product */"
+                 % (z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_v"], z["p_o"]))
+    lines.append("static const mha_shape %s_shape = {%d, %d, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (
+        name, z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_k"], z["p_v"], z["p_o"]))
+    ptr = ["%s_%s" % (name, k) for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")]
     lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
     return "\n".join(lines) + "\n"
 

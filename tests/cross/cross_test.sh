@@ -6,7 +6,9 @@
 #   (mps2-an505) under qemu-system-arm with semihosting: the PyTorch vector
 #   suite (also with MHA_NO_LIBM=1), the hostile-input tests, decoding
 #   against the forward pass (tests/test_decode.c with TEST_DECODE_SMALL: no
-#   long caches), the math ulp test, and examples/firmware;
+#   long caches), the math ulp test, and examples/firmware; on the M4F also
+#   the trained digit classifier (examples/digits: every image against
+#   PyTorch) and its instructions per image (tests/cross/count_insns.py);
 #   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h)
 #   and each of its cases decoded token by token;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
@@ -60,6 +62,18 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
 cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
 cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
 cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+# ---- trained models on the Cortex-M4F: the digit classifier, every image, and its instruction count
+m4f="arm-none-eabi-gcc -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16 -mthumb -O2 -std=c99 -Itests -I. \
+    -Iexamples/digits --specs=rdimon.specs -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
+if build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
+   build "$B/digits-count.elf" $m4f -DDG_COUNT=3 examples/digits/digits.c -lm; then
+    out=$(sh tests/run.sh "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/digits.elf" \
+        "/usr/bin/python3 tests/cross/count_insns.py mps2-an386 $B/digits-count.elf dg_mark digits" 2>&1)
+    printf '%s\n' "$out" | grep -E '^digits|passed,|FAIL'
+    add "cortex-m4f digits" "$out"
+else
+    add "cortex-m4f digits build" ""
+fi
 
 # ---- no heap, no double: a bare Cortex-M4F image around mha.h ---------------
 if build "$B/noheap.elf" arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os \
