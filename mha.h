@@ -1683,7 +1683,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
    packed weights. */
 #define MHA__FAST_SELF MHA__UP(sizeof(mha__fast), MHA_WORKSPACE_ALIGN)
 MHA__PRIVATE mha__fast *mha__fast_state(const mha__ctx *c) {
-    return (mha__fast *)(void *)((unsigned char *)(uintptr_t)c + MHA_WORKSPACE_STATE);
+    return (mha__fast *)(void *)((unsigned char *)(c) + MHA_WORKSPACE_STATE);
 }
 
 /* Task `block` of step 1: key rows j0 .. j0+KVB-1 of the pass: K projected

@@ -35,19 +35,20 @@ import torch
 __all__ = ["attention_tensors", "header_text", "write_header", "c_arrays", "GeneralAttention", "general_header_text"]
 
 
-def _f(x):
-    s = "%.9g" % float(x)
+def _f(x, digits=9):
+    s = "%.*g" % (digits, float(x))
     if not any(c in s for c in ".en"):
         s += ".0"
     return s + "f"
 
 
-def c_arrays(tensors, prefix=""):
-    """C definitions `static const float PREFIXname[count] = {...};` for a dict of tensors."""
+def c_arrays(tensors, prefix="", digits=9):
+    """C definitions `static const float PREFIXname[count] = {...};` for a dict of tensors, each
+    value with `digits` significant digits (9: every float exactly)."""
     out = []
     for name, t in tensors.items():
         vals = t.detach().to(torch.float32).reshape(-1).tolist()
-        rows = [", ".join(_f(v) for v in vals[i:i + 8]) for i in range(0, len(vals), 8)]
+        rows = [", ".join(_f(v, digits) for v in vals[i:i + 8]) for i in range(0, len(vals), 8)]
         out.append("static const float %s%s[%d] = {\n    %s\n};" % (prefix, name, len(vals), ",\n    ".join(rows)))
     return "\n".join(out)
 
@@ -148,12 +149,13 @@ class GeneralAttention(torch.nn.Module):
         return o @ self.w_o.T + self.b_o
 
 
-def general_header_text(layer, name):
-    """The header for a GeneralAttention (shape and weights, as header_text writes them), as a string."""
+def general_header_text(layer, name, digits=9):
+    """The header for a GeneralAttention (shape and weights, as header_text writes them), as a string;
+    `digits` significant digits a value (9: every float exactly)."""
     z = layer.sizes
     w = {k: getattr(layer, k) for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
     lines = ["/* %s: a general-form attention exported from PyTorch by examples/export_torch.py for mha.h. */" % name,
-             "#include \"mha.h\"", "", c_arrays(w, name + "_"), ""]
+             "#include \"mha.h\"", "", c_arrays(w, name + "_", digits), ""]
     lines.append("/* heads %d, kv_heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k %d, p_v %d, p_o %d, scaled dot product */"
                  % (z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_v"], z["p_o"]))
     lines.append("static const mha_shape %s_shape = {%d, %d, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (

@@ -1,0 +1,199 @@
+/* A character language model trained in PyTorch (examples/tinylm/train.py) generating text in
+   C: a chunked prefill of the prompt, then one token per step, greedy, with each layer's keys
+   and values in an mha_cache (mha_decode). Two layers, 4 heads, the second with 2 kv heads.
+   For three prompts, causal and with a sliding window of 32 positions (a ring buffer), checks
+   that the 200 characters equal PyTorch's and that every step's logits agree with PyTorch's
+   within 1e-4 (1 + max |logit|); prints the text, tokens per second on one thread and the
+   bytes that a step reads. */
+#define _POSIX_C_SOURCE 199309L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MHA_IMPLEMENTATION
+#include "mha.h"
+#include "tinylm_model.h"
+#include "tinylm_expected.h"
+
+#define T_MAX 64  /* longest prompt: the prefill's chunk */
+#define TIMING 21 /* runs timed for the speed */
+
+typedef struct layer {
+    const mha_shape *shape;
+    const mha_weights *w;
+    const float *ln1_w, *ln1_b, *ln2_w, *ln2_b, *ff1_w, *ff1_b, *ff2_w, *ff2_b;
+    mha_cache cache;
+    int32_t length; /* batch 1 */
+} layer;
+
+static layer layers[TL_LAYERS];
+static void *ws;
+static size_t ws_bytes;
+
+static void linear(const float *x, int rows, int in, const float *w, const float *b, int outs, float *y) {
+    int r, o, i;
+    for (r = 0; r < rows; ++r)
+        for (o = 0; o < outs; ++o) {
+            float s = b[o];
+            for (i = 0; i < in; ++i) s += x[r * in + i] * w[o * in + i];
+            y[r * outs + o] = s;
+        }
+}
+
+static void layer_norm(const float *x, int rows, const float *g, const float *b, float *y) {
+    int r, i;
+    for (r = 0; r < rows; ++r, x += TL_D, y += TL_D) {
+        float mean = 0.0f, var = 0.0f, inv;
+        for (i = 0; i < TL_D; ++i) mean += x[i];
+        mean /= (float)TL_D;
+        for (i = 0; i < TL_D; ++i) var += (x[i] - mean) * (x[i] - mean);
+        inv = 1.0f / sqrtf(var / (float)TL_D + TL_LN_EPS);
+        for (i = 0; i < TL_D; ++i) y[i] = (x[i] - mean) * inv * g[i] + b[i];
+    }
+}
+
+/* t new tokens at positions length.. (every layer holds the same length): their logits of the
+   last one into logits[TL_VOCAB]. */
+static mha_status forward(const int *tok, int t, float *logits) {
+    static float x[T_MAX * TL_D], a[T_MAX * TL_D], att[T_MAX * TL_D], f[T_MAX * TL_FF];
+    int i, j, l, p0 = layers[0].length;
+    for (i = 0; i < t; ++i)
+        for (j = 0; j < TL_D; ++j) x[i * TL_D + j] = tl_emb[tok[i] * TL_D + j] + tl_pos[(p0 + i) * TL_D + j];
+    for (l = 0; l < TL_LAYERS; ++l) {
+        layer *L = &layers[l];
+        mha_status st;
+        layer_norm(x, t, L->ln1_w, L->ln1_b, a); /* x += attention(ln1 x) over the cache and the new tokens */
+        st = mha_decode(L->shape, L->w, &L->cache, 1, t, a, a, a, att, ws, ws_bytes);
+        if (st != MHA_OK) return st;
+        for (i = 0; i < t * TL_D; ++i) x[i] += att[i];
+        layer_norm(x, t, L->ln2_w, L->ln2_b, a); /* x += ff2 relu(ff1 ln2 x) */
+        linear(a, t, TL_D, L->ff1_w, L->ff1_b, TL_FF, f);
+        for (i = 0; i < t * TL_FF; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f;
+        linear(f, t, TL_FF, L->ff2_w, L->ff2_b, TL_D, att);
+        for (i = 0; i < t * TL_D; ++i) x[i] += att[i];
+    }
+    layer_norm(x + (t - 1) * TL_D, 1, tl_lnf_w, tl_lnf_b, a);
+    linear(a, 1, TL_D, tl_head_w, tl_head_b, TL_VOCAB, logits);
+    return MHA_OK;
+}
+
+static int argmax(const float *v) {
+    int i, k = 0;
+    for (i = 1; i < TL_VOCAB; ++i)
+        if (v[i] > v[k]) k = i;
+    return k;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#define LAYER(l)                                                                                         \
+    (layers[l].shape = &tl_attn##l##_shape, layers[l].w = &tl_attn##l##_weights,                                \
+     layers[l].ln1_w = tl_l##l##_ln1_w, layers[l].ln1_b = tl_l##l##_ln1_b, layers[l].ln2_w = tl_l##l##_ln2_w,   \
+     layers[l].ln2_b = tl_l##l##_ln2_b, layers[l].ff1_w = tl_l##l##_ff1_w, layers[l].ff1_b = tl_l##l##_ff1_b,   \
+     layers[l].ff2_w = tl_l##l##_ff2_w, layers[l].ff2_b = tl_l##l##_ff2_b)
+
+int main(void) {
+    int run, l, i, passed = 0, failed = 0;
+    const int capacity = TL_CTX; /* slots per kv head: the longest run (prompt + 200 <= TL_CTX) */
+    /* what every step reads besides the caches: each weight once (one row of the embeddings) */
+    size_t weight_bytes = 4 * (2 * TL_D + TL_D + TL_D + TL_VOCAB * TL_D + TL_VOCAB);
+    double bytes_read = 0.0, rate[TIMING];
+    long steps_counted = 0;
+    LAYER(0);
+    LAYER(1);
+    ws_bytes = 0;
+    for (l = 0; l < TL_LAYERS; ++l) { /* a cache per layer, k and v in one block */
+        mha_weight_counts wc;
+        size_t b = mha_decode_workspace_size(layers[l].shape, 1, T_MAX, capacity);
+        if (b > ws_bytes) ws_bytes = b;
+        layers[l].cache.k = (float *)malloc(mha_cache_bytes(layers[l].shape, 1, capacity));
+        if (!layers[l].cache.k) return 1;
+        layers[l].cache.v = layers[l].cache.k + (size_t)layers[l].shape->kv_heads * (size_t)capacity *
+                                                    (size_t)layers[l].shape->p_k;
+        layers[l].cache.length = &layers[l].length;
+        layers[l].cache.capacity = capacity;
+        layers[l].cache.type = 0;
+        if (mha_weight_counts_get(layers[l].shape, &wc) != MHA_OK) return 1;
+        weight_bytes += 4 * (wc.w_q + wc.b_q + wc.w_k + wc.b_k + wc.w_v + wc.b_v + wc.w_o + wc.b_o) +
+                        4 * (4 * TL_D + 2 * TL_D * TL_FF + TL_FF + TL_D); /* layer norms, feed-forward */
+    }
+    ws = malloc(ws_bytes);
+    if (!ws) return 1;
+    for (run = 0; run < TL_RUNS; ++run) {
+        const char *prompt = tl_prompt[run];
+        int tok[T_MAX], n = (int)strlen(prompt), step, worst_step = 0, same_text = 1;
+        char text[TL_GENERATE + 1];
+        float logits[TL_VOCAB];
+        double worst = 0.0;
+        mha_status st = MHA_OK;
+        for (i = 0; i < n; ++i) tok[i] = (int)(strchr(tl_vocab, prompt[i]) - tl_vocab);
+        for (l = 0; l < TL_LAYERS; ++l) {
+            layers[l].length = 0;
+            layers[l].cache.window = tl_run_window[run];
+        }
+        for (step = 0; step < TL_GENERATE && st == MHA_OK; ++step) {
+            const float *ref = tl_torch_logits + ((size_t)run * TL_GENERATE + (size_t)step) * TL_VOCAB;
+            float top = 0.0f;
+            st = step == 0 ? forward(tok, n, logits) : forward(tok, 1, logits); /* prefill, then one token */
+            if (step > 0 && tl_run_window[run] == 0) {
+                double cached = 0.0;
+                ++steps_counted;
+                for (l = 0; l < TL_LAYERS; ++l) /* the step reads the cached keys and values of each layer */
+                    cached += 2.0 * (double)layers[l].length * layers[l].shape->kv_heads * layers[l].shape->p_k * 4;
+                bytes_read += cached + (double)weight_bytes;
+            }
+            for (i = 0; i < TL_VOCAB; ++i) top = fabsf(ref[i]) > top ? fabsf(ref[i]) : top;
+            for (i = 0; i < TL_VOCAB; ++i) {
+                double e = fabs((double)logits[i] - (double)ref[i]) / (1e-4 * (1.0 + (double)top));
+                if (e > worst) worst = e, worst_step = step;
+            }
+            tok[0] = argmax(logits);
+            text[step] = tl_vocab[tok[0]];
+            same_text &= text[step] == tl_torch_text[run][step];
+        }
+        text[step] = '\0';
+        printf("tinylm (%s, %s path): \"%s\" -> \"%s\"\n",
+               tl_run_window[run] ? "window 32" : "causal", mha_build_info().fast ? "fast" : "reference", prompt, text);
+        printf("tinylm: %s PyTorch's %d characters; worst logit difference %.3g of the tolerance (step %d); "
+               "PyTorch's smallest margin between its two best logits %.3g\n",
+               same_text ? "the same as" : "DIFFERENT from", TL_GENERATE, worst, worst_step, (double)tl_torch_margin[run]);
+        if (st == MHA_OK && same_text) ++passed; else ++failed;
+        if (st == MHA_OK && worst <= 1.0) ++passed; else ++failed;
+    }
+    for (run = 0; run < TIMING; ++run) { /* speed: the first prompt, causal, again; the median of TIMING runs */
+        const char *prompt = tl_prompt[0];
+        int tok[T_MAX], n = (int)strlen(prompt), step, k;
+        float logits[TL_VOCAB];
+        double t0;
+        for (i = 0; i < n; ++i) tok[i] = (int)(strchr(tl_vocab, prompt[i]) - tl_vocab);
+        for (l = 0; l < TL_LAYERS; ++l) {
+            layers[l].length = 0;
+            layers[l].cache.window = 0;
+        }
+        if (forward(tok, n, logits) != MHA_OK) break;
+        t0 = now();
+        for (step = 1; step < TL_GENERATE; ++step) {
+            tok[0] = argmax(logits);
+            if (forward(tok, 1, logits) != MHA_OK) break;
+        }
+        rate[run] = (double)(TL_GENERATE - 1) / (now() - t0);
+        for (k = run; k > 0 && rate[k - 1] > rate[k]; --k) { /* insertion sort */
+            double x = rate[k];
+            rate[k] = rate[k - 1];
+            rate[k - 1] = x;
+        }
+    }
+    printf("tinylm: %.0f tokens per second (one thread, one token a step: the median of %d runs of %d steps); a "
+           "step reads %.0f bytes on average (weights %lu, and the cached keys and values)\n",
+           rate[TIMING / 2], TIMING, TL_GENERATE - 1, bytes_read / (double)steps_counted, (unsigned long)weight_bytes);
+    printf("%d passed, %d failed\n", passed, failed);
+    for (l = 0; l < TL_LAYERS; ++l) free(layers[l].cache.k);
+    free(ws);
+    return failed != 0;
+}
