@@ -1608,7 +1608,7 @@ typedef struct mha__fast {
     size_t pqr, pkr, pvr, mr;  /* p_q, p_k, p_v rounded up to NR; m to NR */
     size_t qr, tiles, items;   /* query rows of a tile (QR, or fewer for a small n); tiles of a batch entry;
                                   items of the attend step, grp x tiles */
-    size_t tasks, slot_floats; /* tasks of the attend stage (a scratch slot each), a slot's floats */
+    size_t tasks, slot_floats; /* tasks of the attend step (a scratch slot each), a slot's floats */
     size_t per_g, per_i;       /* floats of a kv head's packed W_k, W_v; of a head's W_q, W_o block */
     const float *packed;       /* w->packed's panels made for this shape, else NULL */
     const float *wk, *wq;      /* the pass's packed W_k^(g) (W_v^(g) after it) and its first head's W_q
@@ -1752,6 +1752,7 @@ MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
         mha__gemm(&ga);
     }
 }
+
 /* The max of x[0..len) and mx as the reference path takes it: NaN once any
    element is NaN. */
 MHA__PRIVATE float mha__max(const float *x, size_t len, float mx) {
@@ -1804,12 +1805,12 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
     return top > mx ? top : mx;
 }
 
-/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the block's product pt is summed from zero and added to ot with
-   compensation oc (as the reference path adds its blocks), so that the
-   error does not grow with m. When V has a value that is not finite,
-   weights of exactly 0 are skipped as the reference path skips them, so that
-   a masked key's values never count, and the blocks are added plainly (an
-   inf stays inf). */
+/* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
+   block's product pt is summed from zero and added to ot with compensation
+   oc (as the reference path adds its blocks), so that the error does not
+   grow with m. When V has a value that is not finite, weights of exactly 0
+   are skipped as the reference path skips them, so that a masked key's
+   values never count, and the blocks are added plainly (an inf stays inf). */
 MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, size_t j0, float *ot, float *pt,
                                float *oc) {
     const mha__ctx *c = f->c;
@@ -1857,10 +1858,11 @@ MHA__PRIVATE void mha__fast_additive(const mha__fast *f, size_t l, const float *
 }
 
 /* Item `item` of step 2: head i = g grp + gi with gi = item / tiles, tile
-   item % tiles (rows t0 .. t0+QR-1 of batch entry b), in scratch slot s: the tile's queries
-   qt [QR][p_q], a block of scores or weights st [QR][KB], the output
-   accumulator ot [QR][pvr] with a block's product pt and the compensation
-   oc (both [QR][pvr]), the running max mx, sum l and its compensation lc.
+   item % tiles (rows t0 .. t0+QR-1 of batch entry b), in scratch slot s:
+   the tile's queries qt [QR][p_q], a block of scores or weights st
+   [QR][KB], the output accumulator ot [QR][pvr] with a block's product pt
+   and the compensation oc (both [QR][pvr]), the running max mx, sum l and
+   its compensation lc.
    Writes h_i of each row into the group's outputs (mha_attend: heads_out).
    When V has a value that is not finite, a first pass over the key blocks
    finds each row's max, so that the weights are e^(s - max) of the final
@@ -2686,8 +2688,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     return MHA__KEEP(&c, workspace);
 }
 
-/* The reference stages; a pass is query t of batch entry b, every head
-   [h0, h1) (mha_head: its head):
+/* The reference stages; a pass is query t of batch entry b with every head
+   (mha_head: its head alone):
    1. project the keys and values of the kv heads that those heads use into
       the workspace (when t = 0; for additive scoring also A_k^(i) K), then
       the query, q_i for each head;
