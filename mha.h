@@ -336,7 +336,7 @@ MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t cap
    MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
    MHA_ERR_MASK (a length < 0, or > capacity without a window),
    MHA_ERR_CAPACITY (without a window length + t > capacity; with one
-   length + t > INT32_MAX). On an error nothing is written, the cache and
+   length + t > INT32_MAX, or > SIZE_MAX where size_t has 16 bits). On an error nothing is written, the cache and
    its lengths included. */
 MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                                    int32_t t, const float *keys, const float *values, void *workspace,
@@ -618,6 +618,17 @@ MHA__PRIVATE float mha__sqrtf(float x) {
    stays SIZE_MAX through later products (SIZE_MAX * 0 is 0, as the true
    product is) and sums. A byte count is a multiple of 4, so its low bit is
    set only when it saturated. */
+/* An int32_t count (>= 0) as a size_t. Where size_t is narrower than 31 bits
+   (16-bit targets: AVR, MSP430) a count that does not fit becomes SIZE_MAX,
+   so that every product with it overflows into MHA_ERR_OVERFLOW instead of
+   wrapping; and a sequence there holds at most SIZE_MAX positions. */
+#if SIZE_MAX < 0x7fffffff
+#define MHA__SZ(v) ((uint32_t)(v) > (uint32_t)SIZE_MAX ? SIZE_MAX : (size_t)(v))
+#define MHA__POS_MAX ((int64_t)SIZE_MAX)
+#else
+#define MHA__SZ(v) ((size_t)(v))
+#define MHA__POS_MAX ((int64_t)INT32_MAX)
+#endif
 MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 
@@ -694,7 +705,7 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
         int32_t v = *(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t));
         if (k == 1 && v == 0) v = s->heads;
         if (v < 1) return MHA_ERR_SHAPE;
-        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = (size_t)v;
+        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = MHA__SZ(v);
     }
     if (c->h % c->kv != 0) return MHA_ERR_SHAPE;
     c->grp = c->h / c->kv;
@@ -727,9 +738,9 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
    unless the caller changes that. */
 MHA__PRIVATE mha_status mha__counts(mha__ctx *c, int32_t batch, int32_t n, int32_t m) {
     if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    c->batch = (size_t)batch;
-    c->n = (size_t)n;
-    c->m = c->mp = c->ms = (size_t)m;
+    c->batch = MHA__SZ(batch);
+    c->n = MHA__SZ(n);
+    c->m = c->mp = c->ms = MHA__SZ(m);
     return MHA_OK;
 }
 
@@ -2532,10 +2543,10 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
     if (bytes == SIZE_MAX || (mask && mask->keep && mha__mul(mha__mul(c->batch, c->n), c->m) == SIZE_MAX))
         return MHA_ERR_OVERFLOW; /* keep has 1 byte per element */
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
-    if (c->head >= 0 && (c->len < 0 || (size_t)c->len > c->m)) return MHA_ERR_MASK;
+    if (c->head >= 0 && (c->len < 0 || MHA__SZ(c->len) > c->m)) return MHA_ERR_MASK;
     if (mask && mask->valid_lens)
         for (t = 0; t < c->batch * (mask->valid_lens_per_query ? c->n : 1); ++t)
-            if (mask->valid_lens[t] < 0 || (size_t)mask->valid_lens[t] > c->m) return MHA_ERR_MASK;
+            if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c->m) return MHA_ERR_MASK;
     return c->n == 0 && !c->cache ? MHA_OK : MHA__RUN;
 }
 
@@ -2589,9 +2600,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
-    c.batch = (size_t)batch;
-    c.n = (size_t)n;
-    c.m = c.mp = c.ms = (size_t)m;
+    c.batch = MHA__SZ(batch);
+    c.n = MHA__SZ(n);
+    c.m = c.mp = c.ms = MHA__SZ(m);
     if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
@@ -2664,7 +2675,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
         (decode && (!queries || !out || !w->w_q || !w->w_o ||
                     (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))))
         return MHA_ERR_NULL;
-    c.ms = (size_t)cache->capacity;
+    c.ms = MHA__SZ(cache->capacity);
     c.mp = 0;
     c.head = -1;
     mha__io(&c, queries, keys, values, out);
@@ -2677,7 +2688,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     for (b = 0; b < c.batch; ++b) /* every length first, then the room */
         if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
     for (b = 0; b < c.batch; ++b)
-        if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? INT32_MAX : cache->capacity))
+        if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? MHA__POS_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
 #if MHA_FAST
     if (c.fast && mha__dec_fits(&c)) {
@@ -3004,8 +3015,8 @@ MHADEF mha_status mha_concat(int32_t heads, int32_t p_v, const float *const *hea
     size_t i, a, nh, pv;
     if (!head_outs || !concat) return MHA_ERR_NULL;
     if (heads < 1 || p_v < 1) return MHA_ERR_SHAPE;
-    nh = (size_t)heads;
-    pv = (size_t)p_v;
+    nh = MHA__SZ(heads);
+    pv = MHA__SZ(p_v);
     if (mha__mul(mha__mul(nh, pv), sizeof(float)) == SIZE_MAX) return MHA_ERR_OVERFLOW;
     for (i = 0; i < nh; ++i)
         if (!head_outs[i]) return MHA_ERR_NULL;
@@ -3067,7 +3078,7 @@ MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t cap
     if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK ||
         capacity < 1)
         return 0;
-    per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), c.pk + c.pv); /* p_k + p_v < 2^32 */
+    per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), mha__add(c.pk, c.pv));
     per = mha__mul(per, sizeof(float));
     return per == SIZE_MAX ? 0 : per;
 }
@@ -3084,7 +3095,7 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
 #else
     (void)fast;
 #endif
-    c.ms = (size_t)capacity;
+    c.ms = MHA__SZ(capacity);
     c.mp = 0;
     c.cache = &dummy;
     bytes = mha__bytes(&c);

@@ -3,13 +3,18 @@
    so the data sits in RAM (mha.h reads weights through plain pointers, not
    from AVR program memory). Output goes through USART0; a sleep with
    interrupts off ends the simulation. Built with MHA_NO_LIBM=1. Also: each
-   case decoded token by token over a KV cache equals one causal forward. */
+   case decoded token by token over a KV cache equals one causal forward, and
+   counts that fit an int32_t but not a 16-bit size_t give the statuses that
+   the fuzz harness's predicates (tests/fuzz/predicate.h) expect on this
+   target. */
 #include <avr/interrupt.h>
 #include <avr/io.h>
 #include <avr/sleep.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "ref_vectors_small.h"
+#include "fuzz/predicate.h"
 
 static int uart_put(char c, FILE *f) {
     (void)f;
@@ -98,6 +103,68 @@ int main(void) {
             if (absf(ref[i]) > mx) mx = absf(ref[i]);
         }
         check(ok && len == L && err <= 1e-5f * (1.0f + mx), "decode token by token equals causal mha_forward", rc->name);
+    }
+    { /* counts beyond a 16-bit size_t: statuses as the predicates expect, never a wrapped size */
+        static const int32_t big[][4] = {/* which field, its value, and n, m */
+                                         {0, 1, 2, 65537}, {0, 1, 70000, 3}, {1, 65540, 2, 3}, {2, 65536, 2, 3},
+                                         {3, 65537, 2, 3}, {4, 65536, 2, 3}, {5, 40000, 2, 3}};
+        static int32_t lens[1], len = 0;
+        static float ho[2], *heads[2] = {ho, ho};
+        static const float w4[4] = {0.5f, -0.25f, 0.125f, 1.0f}; /* 2 x 2 weights for the decoding case */
+        mha_weights w2 = {w4, NULL, w4, NULL, w4, NULL, w4, NULL, NULL, NULL, NULL, NULL};
+        mha_shape s = {0};
+        mha_mask vl = {0, 0, lens, 0, NULL, NULL};
+        mha_cache kc = {NULL, NULL, NULL, 0, 0, 0};
+        size_t k;
+        int32_t batch;
+        for (k = 0; k < sizeof big / sizeof big[0]; ++k) {
+            mha_status want, got;
+            s.heads = 1; s.kv_heads = 0; s.d_q = s.d_k = s.d_v = 2; s.p_q = s.p_k = s.p_v = 2; s.p_o = 2;
+            batch = 1;
+            if (big[k][0] == 1) s.d_q = big[k][1];
+            if (big[k][0] == 2) batch = big[k][1];
+            if (big[k][0] == 3) s.heads = big[k][1];
+            if (big[k][0] == 4) s.p_o = big[k][1];
+            if (big[k][0] == 5) s.p_q = s.p_k = big[k][1];
+            want = fuzz_expected_status(&s, batch, big[k][2], big[k][3], 0, NULL, 0, workspace, sizeof workspace);
+            check(want == MHA_ERR_OVERFLOW, "the predicate expects MHA_ERR_OVERFLOW", "16-bit size_t");
+            if (want == MHA_OK) continue; /* it would compute on these small buffers */
+            got = mha_forward(&s, &ref_cases[0].w, batch, big[k][2], big[k][3], out, out, out, NULL, out, NULL,
+                              workspace, sizeof workspace);
+            check(got == want && mha_workspace_size(&s, batch, big[k][2], big[k][3]) == 0,
+                  "mha_forward as the predicate, and no workspace size", "16-bit size_t");
+            if (got != want) printf("  case %d: status %d, expected %d\n", (int)k, (int)got, (int)want);
+        }
+        s.heads = 1; s.kv_heads = 0; s.d_q = s.d_k = s.d_v = 2; s.p_q = s.p_k = s.p_v = 2; s.p_o = 2;
+        lens[0] = 65537; /* a valid length that a 16-bit size_t would wrap to 1 */
+        check(fuzz_expected_status(&s, 1, 2, 3, 0, &vl, 0, workspace, sizeof workspace) == MHA_ERR_MASK &&
+                  mha_forward(&s, &ref_cases[0].w, 1, 2, 3, out, out, out, &vl, out, NULL, workspace,
+                              sizeof workspace) == MHA_ERR_MASK,
+              "valid length 65537 with m = 3 is MHA_ERR_MASK", "16-bit size_t");
+        check(mha_head(&s, &ref_cases[0].w, 0, out, out, out, 3, 65537, ho, workspace, sizeof workspace) ==
+                  MHA_ERR_MASK,
+              "mha_head: valid length 65537 with m = 3 is MHA_ERR_MASK", "16-bit size_t");
+        check(mha_concat(1, 65537, (const float *const *)heads, out) == MHA_ERR_OVERFLOW &&
+                  mha_concat(65537, 1, (const float *const *)heads, out) == MHA_ERR_OVERFLOW,
+              "mha_concat: 65537 heads or values overflow", "16-bit size_t");
+        check(mha_cache_bytes(&s, 1, 70000) == 0 && mha_decode_workspace_size(&s, 1, 1, 70000) == 0,
+              "a capacity of 70000: no sizes", "16-bit size_t");
+        kc.k = out; /* a window over 2 slots: positions run up to SIZE_MAX, then MHA_ERR_CAPACITY */
+        kc.v = out + 4;
+        kc.length = &len;
+        kc.capacity = 2;
+        kc.window = 1;
+        for (k = 0; k < 8; ++k) out[k] = 0.0f;
+        for (len = 65533; len <= 65535; ++len) {
+            int32_t before = len;
+            mha_status want = fz_decode_status(&s, 1, 1, 2, 1, 0, &len, 1, 0, workspace, sizeof workspace);
+            mha_status got = mha_decode(&s, &w2, &kc, 1, 1, attn, attn, attn, attn + 8, workspace,
+                                        sizeof workspace);
+            check(got == want && (got == MHA_OK ? len == before + 1 : len == before) &&
+                      (before < 65535 ? got == MHA_OK : got == MHA_ERR_CAPACITY),
+                  "a window's positions up to 65535, then MHA_ERR_CAPACITY", "16-bit size_t");
+            len = before;
+        }
     }
     printf("avr: %d cases, sizeof(int) %d, sizeof(size_t) %d\n", REF_CASE_COUNT, (int)sizeof(int),
            (int)sizeof(size_t));

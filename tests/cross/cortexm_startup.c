@@ -1,10 +1,21 @@
 /* Minimal start-up for the Cortex-M test images run under qemu-system-arm:
    a vector table and a reset handler that enables the FPU (when there is one)
    and enters newlib's _start (rdimon crt0: zeroes .bss, sets up semihosting,
-   calls main, and exits through semihosting with main's status). */
+   calls main, and exits through semihosting with main's status). With
+   CORTEXM_NO_LIBC 1 (linked -nostartfiles, for images that use no C library
+   at all, such as examples/firmware) it zeroes .bss itself, calls main and
+   exits through semihosting: 0 when main returns 0, else 1. */
 #include <stdint.h>
 
+#ifndef CORTEXM_NO_LIBC
+#define CORTEXM_NO_LIBC 0
+#endif
+#if CORTEXM_NO_LIBC
+extern uint32_t __bss_start__, __bss_end__;
+int main(void);
+#else
 extern void _start(void);
+#endif
 extern uint32_t __stack_top;
 
 void cortexm_reset(void);
@@ -16,7 +27,16 @@ void cortexm_reset(void) {
     *(volatile uint32_t *)0xE000ED88u |= (0xFu << 20);
     __asm__ volatile("dsb\n\tisb");
 #endif
+#if CORTEXM_NO_LIBC
+    {
+        uint32_t *p, reason;
+        for (p = &__bss_start__; p < &__bss_end__; ++p) *p = 0;
+        reason = main() == 0 ? 0x20026u : 0x20024u; /* ADP_Stopped_ApplicationExit, _RunTimeErrorUnknown */
+        __asm__ volatile("mov r0, #0x18\n\tmov r1, %0\n\tbkpt 0xab" : : "r"(reason) : "r0", "r1", "memory");
+    }
+#else
     _start();
+#endif
     for (;;) {}
 }
 

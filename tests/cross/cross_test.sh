@@ -6,7 +6,8 @@
 #   (mps2-an505) under qemu-system-arm with semihosting: the PyTorch vector
 #   suite (also with MHA_NO_LIBM=1), the hostile-input tests, decoding
 #   against the forward pass (tests/test_decode.c with TEST_DECODE_SMALL: no
-#   long caches), the math ulp test, and examples/firmware; on the M4F also
+#   long caches), the math ulp test, and examples/firmware (built without a
+#   C library, checked with nm for a heap); on the M4F also
 #   the trained digit classifier (examples/digits: every image against
 #   PyTorch) and its instructions per image (tests/cross/count_insns.py);
 #   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h)
@@ -43,6 +44,9 @@ build() { # build OUT COMPILER ARGS...: a failed build is one failure
 cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     name=$1; machine=$2; mem=$3; shift 3
     cc="arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -Itests --specs=rdimon.specs -Ltests/cross/$mem -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
+    # examples/firmware: no C library at all (its own output through semihosting), so no heap either
+    fwcc="arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -nostartfiles -DCORTEXM_NO_LIBC=1 -ffunction-sections \
+        -fdata-sections -Wl,--gc-sections -Ltests/cross/$mem -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
     run="qemu-system-arm -M $machine -nographic -semihosting -kernel"
     ok=1
     build "$B/$name-mha.elf" $cc $SUITE -lm || ok=0
@@ -50,12 +54,12 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-hostile.elf" $cc $HOSTILE -lm || ok=0
     build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
-    build "$B/$name-firmware.elf" $cc -Iexamples/firmware examples/firmware/main.c || ok=0
+    build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-mathf.elf" \
-        "timeout 60 $run $B/$name-firmware.elf" 2>&1)
+        "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault' 
     add "$name" "$out"
 }

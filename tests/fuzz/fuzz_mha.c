@@ -29,6 +29,7 @@
 
 #include "../../mha.h"
 #include "../naive_ref.h"
+#include "predicate.h" /* fuzz_expected_status, fz_decode_status */
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
 unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode;
@@ -92,76 +93,6 @@ static float fz_value(fuzz_reader *r, int specials, int *finite) {
     return ((float)b - 128.0f) / 32.0f;
 }
 
-/* Exact byte counts for the predicate: 128-bit where the compiler has it;
-   elsewhere 64-bit arithmetic that saturates at UINT64_MAX. A count is too
-   large when it is >= SIZE_MAX: mha.h's own saturating arithmetic takes
-   SIZE_MAX itself for an overflow, a byte count (a multiple of 4) is never
-   exactly SIZE_MAX, and a saturated 64-bit count (tcc, 64-bit size_t) is. */
-#ifdef __SIZEOF_INT128__
-typedef unsigned __int128 fz_u;
-static fz_u fz_mul(fz_u a, fz_u b) { return a * b; }
-static fz_u fz_add(fz_u a, fz_u b) { return a + b; }
-#else
-typedef uint64_t fz_u;
-static fz_u fz_mul(fz_u a, fz_u b) { return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
-static fz_u fz_add(fz_u a, fz_u b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
-#endif
-static fz_u fz_count3(int64_t a, int64_t b, int64_t c) { return fz_mul(fz_mul((fz_u)a, (fz_u)b), (fz_u)c); }
-static fz_u fz_bytes3(int64_t a, int64_t b, int64_t c) { return fz_mul(fz_count3(a, b, c), 4u); }
-
-/* The status mha_forward must return, from the README's rules alone. */
-static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_t n, int32_t m, int null_which,
-                                       const mha_mask *mask, int want_attn, const void *ws, size_t ws_bytes) {
-    int32_t kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
-    int additive = s->score == MHA_SCORE_ADDITIVE;
-    fz_u limit = (fz_u)SIZE_MAX, total;
-    int64_t H, KV, pa;
-    int32_t b, t, per;
-    if (null_which == 1 || null_which == 2) return MHA_ERR_NULL; /* shape or weights */
-    if (s->heads < 1 || s->kv_heads < 0 || kv < 1 || s->heads % kv != 0 || s->d_q < 1 || s->d_k < 1 ||
-        s->d_v < 1 || s->p_q < 1 || s->p_k < 1 || s->p_v < 1 || s->p_o < 1)
-        return MHA_ERR_SHAPE;
-    if (s->score != MHA_SCORE_DOT && s->score != MHA_SCORE_ADDITIVE) return MHA_ERR_SHAPE;
-    if (!additive && (s->p_q != s->p_k || !isfinite(s->scale))) return MHA_ERR_SHAPE;
-    if (additive && s->p_a < 1) return MHA_ERR_SHAPE;
-    if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
-    if (null_which >= 3 && null_which <= 13 && (null_which < 11 || additive)) return MHA_ERR_NULL; /* 11..13: a_* */
-    H = s->heads;
-    KV = kv;
-    pa = additive ? s->p_a : 0;
-    if (fz_bytes3(H, s->p_q, s->d_q) >= limit || fz_bytes3(KV, s->p_k, s->d_k) >= limit ||
-        fz_bytes3(KV, s->p_v, s->d_v) >= limit || fz_bytes3(s->p_o, H, s->p_v) >= limit ||
-        fz_bytes3(H, pa, s->p_q) >= limit || fz_bytes3(H, pa, s->p_k) >= limit ||
-        fz_bytes3(batch, n, s->d_q) >= limit || fz_bytes3(batch, m, s->d_k) >= limit ||
-        fz_bytes3(batch, m, s->d_v) >= limit || fz_bytes3(batch, n, s->p_o) >= limit ||
-        (want_attn && fz_mul(fz_bytes3(batch, n, m), (fz_u)H) >= limit) ||
-        (mask && mask->bias && fz_bytes3(batch, n, m) >= limit) ||
-        (mask && mask->keep && fz_count3(batch, n, m) >= limit)) /* keep: one byte each */
-        return MHA_ERR_OVERFLOW;
-    /* 4 (kv m (p_k + p_v) + h m p_a + h p_q + p_a + m + h p_v) + 64 + the call state */
-    total = fz_mul(fz_mul((fz_u)KV, (fz_u)m), (fz_u)s->p_k + (fz_u)s->p_v);
-    total = fz_add(total, fz_mul(fz_mul((fz_u)H, (fz_u)m), (fz_u)pa));
-    total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_q));
-    total = fz_add(total, fz_add((fz_u)pa, (fz_u)m));
-    total = fz_add(total, fz_mul((fz_u)H, (fz_u)s->p_v));
-    total = fz_add(fz_mul(total, 4u), (fz_u)(MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE));
-    if (total >= limit) return MHA_ERR_OVERFLOW;
-#if defined(MHA_FAST) && MHA_FAST
-    /* the fast path needs its own amount (exactness: tests/test_fast.c), with the same overflow verdict */
-    total = (fz_u)mha_workspace_size(s, batch, n, m);
-#endif
-    if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
-    if (mask && mask->valid_lens) {
-        per = mask->valid_lens_per_query ? n : 1;
-        for (b = 0; b < batch; ++b)
-            for (t = 0; t < per; ++t) {
-                int32_t len = mask->valid_lens[b * per + t];
-                if (len < 0 || len > m) return MHA_ERR_MASK;
-            }
-    }
-    return MHA_OK;
-}
-
 #define FZ_FAIL(...)                                  \
     do {                                              \
         fprintf(stderr, "fuzz check failed: ");       \
@@ -171,43 +102,6 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     } while (0)
 
 static float *fz_alloc(size_t count) { return (float *)malloc((count ? count : 1) * sizeof(float)); }
-
-/* The status mha_decode (queries given) must return for a valid shape, from
-   the README's decoding rules alone. kv: 0 neither keys nor values (cross-
-   attention), 1 both, 2 keys only, 3 values only; null_which: 1 the cache,
-   2 cache->k, 3 cache->length, 4 queries, 5 out. */
-static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t, int32_t cap, int32_t window,
-                                   int32_t type, const int32_t *lens, int kv, int null_which, const void *ws,
-                                   size_t ws_bytes) {
-    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, b;
-    int64_t H = s->heads, pa = s->score == MHA_SCORE_ADDITIVE ? s->p_a : 0;
-    fz_u limit = (fz_u)SIZE_MAX, total;
-    if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
-    if (null_which == 1) return MHA_ERR_NULL;
-    if (cap < 1 || window < 0 || type != 0 || (window && kv && t > 0 && (int64_t)window + t - 1 > cap))
-        return MHA_ERR_SHAPE;
-    if (null_which >= 2 || kv >= 2) return MHA_ERR_NULL;
-    if (fz_bytes3(batch, t, s->d_q) >= limit || (kv && fz_bytes3(batch, t, s->d_k) >= limit) ||
-        (kv && fz_bytes3(batch, t, s->d_v) >= limit) || fz_bytes3(batch, t, s->p_o) >= limit ||
-        fz_mul(fz_bytes3(batch, kvh, cap), (fz_u)s->p_k) >= limit ||
-        fz_mul(fz_bytes3(batch, kvh, cap), (fz_u)s->p_v) >= limit)
-        return MHA_ERR_OVERFLOW;
-    /* 4 (h p_q + p_a + capacity + h p_v + h capacity p_a) + 64 + the call state */
-    total = fz_add(fz_mul((fz_u)H, (fz_u)s->p_q), fz_add((fz_u)pa, (fz_u)cap));
-    total = fz_add(total, fz_add(fz_mul((fz_u)H, (fz_u)s->p_v), fz_mul(fz_mul((fz_u)H, (fz_u)cap), (fz_u)pa)));
-    total = fz_add(fz_mul(total, 4u), (fz_u)(MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE));
-    if (total >= limit) return MHA_ERR_OVERFLOW;
-#if defined(MHA_FAST) && MHA_FAST
-    total = (fz_u)mha_decode_workspace_size(s, batch, t, cap); /* the fast path's own amount */
-    if (total == 0) return MHA_ERR_OVERFLOW; /* its parts (t new rows per chunk) overflow size_t */
-#endif
-    if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
-    for (b = 0; b < batch; ++b)
-        if (lens[b] < 0 || (!window && lens[b] > cap)) return MHA_ERR_MASK;
-    for (b = 0; b < batch; ++b)
-        if ((int64_t)lens[b] + (kv ? t : 0) > (window ? (int64_t)INT32_MAX : (int64_t)cap)) return MHA_ERR_CAPACITY;
-    return MHA_OK;
-}
 
 /* A decoding call driven by the rest of the input (see the top). */
 static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch) {
