@@ -153,16 +153,17 @@ $(BUILD)/%: examples/%.c examples/example_util.h examples/encoder_weights.h mha.
 # Trained models (examples/digits, examples/tinylm): each C program against the committed headers
 # that its train.py generated, on the fast path and on the reference path.
 MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/tinylm $(BUILD)/tinylm_ref
-DIGITS   = examples/digits/digits.c examples/digits/digits_model.h mha.h
-TINYLM   = examples/tinylm/tinylm.c examples/tinylm/tinylm_model.h examples/tinylm/tinylm_expected.h mha.h
+DIGITS   = examples/digits/digits.c examples/digits/digits_model.h examples/model_util.h mha.h
+TINYLM   = examples/tinylm/tinylm.c examples/tinylm/tinylm_model.h examples/tinylm/tinylm_expected.h \
+           examples/model_util.h mha.h
 $(BUILD)/digits: $(DIGITS) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/digits_ref: $(DIGITS) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm: $(TINYLM) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. $< -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
 
 # make models: both models trained again from scratch (seeded; needs python3-torch and
 # python3-sklearn) into $(BUILD)/models, and each C program built against the new headers and
@@ -173,8 +174,8 @@ models: | $(BUILD)
 	cp examples/digits/digits.c $(BUILD)/models/digits/ && cp examples/tinylm/tinylm.c $(BUILD)/models/tinylm/
 	/usr/bin/python3 examples/digits/train.py $(BUILD)/models/digits/digits_model.h
 	/usr/bin/python3 examples/tinylm/train.py $(BUILD)/models/tinylm
-	$(CC) $(CFLAGS) $(STRICT) -I. $(BUILD)/models/digits/digits.c -o $(BUILD)/models/digits/digits $(LDLIBS)
-	$(CC) $(CFLAGS) $(STRICT) -I. $(BUILD)/models/tinylm/tinylm.c -o $(BUILD)/models/tinylm/tinylm $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/digits/digits.c -o $(BUILD)/models/digits/digits $(LDLIBS)
+	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/tinylm/tinylm.c -o $(BUILD)/models/tinylm/tinylm $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/models/digits/digits $(BUILD)/models/tinylm/tinylm
 
 examples: $(EXBINS) $(MODELS)

@@ -12,33 +12,10 @@
 #define MHA_IMPLEMENTATION
 #include "mha.h"
 #include "digits_model.h"
+#include "model_util.h" /* linear, layer_norm */
 
 #define WS_BYTES 65536 /* both paths' workspace for these shapes, checked at run time */
 static unsigned char ws[WS_BYTES];
-
-/* y[r][o] = x[r] . w[o] + b[o]: a Linear layer on `rows` rows. */
-static void linear(const float *x, int rows, int in, const float *w, const float *b, int outs, float *y) {
-    int r, o, i;
-    for (r = 0; r < rows; ++r)
-        for (o = 0; o < outs; ++o) {
-            float s = b[o];
-            for (i = 0; i < in; ++i) s += x[r * in + i] * w[o * in + i];
-            y[r * outs + o] = s;
-        }
-}
-
-/* PyTorch's LayerNorm over the last d values of each row (biased variance). */
-static void layer_norm(const float *x, int rows, int d, const float *g, const float *b, float *y) {
-    int r, i;
-    for (r = 0; r < rows; ++r, x += d, y += d) {
-        float mean = 0.0f, var = 0.0f, inv;
-        for (i = 0; i < d; ++i) mean += x[i];
-        mean /= (float)d;
-        for (i = 0; i < d; ++i) var += (x[i] - mean) * (x[i] - mean);
-        inv = 1.0f / sqrtf(var / (float)d + DG_LN_EPS);
-        for (i = 0; i < d; ++i) y[i] = (x[i] - mean) * inv * g[i] + b[i];
-    }
-}
 
 /* The model on image `img`: logits[10]. MHA_OK, or the status of an attention call. */
 static mha_status classify(int img, float *logits) {
@@ -48,16 +25,16 @@ static mha_status classify(int img, float *logits) {
     for (i = 0; i < DG_N * 8; ++i) x[i] = (float)(dg_pixels[img][i] - 'a') / 16.0f;
     linear(x, DG_N, 8, dg_embed_w, dg_embed_b, DG_D, t); /* 8 row tokens, embedded */
     for (i = 0; i < DG_N * DG_D; ++i) t[i] += dg_pos[i];
-    layer_norm(t, DG_N, DG_D, dg_ln1_w, dg_ln1_b, a); /* t += self-attention(ln1 t) */
+    layer_norm(t, DG_N, DG_D, dg_ln1_w, dg_ln1_b, DG_LN_EPS, a); /* t += self-attention(ln1 t) */
     st = mha_forward(&dg_attn_shape, &dg_attn_weights, 1, DG_N, DG_N, a, a, a, NULL, att, NULL, ws, WS_BYTES);
     if (st != MHA_OK) return st;
     for (i = 0; i < DG_N * DG_D; ++i) t[i] += att[i];
-    layer_norm(t, DG_N, DG_D, dg_ln2_w, dg_ln2_b, a); /* t += ff2 relu(ff1 ln2 t) */
+    layer_norm(t, DG_N, DG_D, dg_ln2_w, dg_ln2_b, DG_LN_EPS, a); /* t += ff2 relu(ff1 ln2 t) */
     linear(a, DG_N, DG_D, dg_ff1_w, dg_ff1_b, DG_FF, f);
     for (i = 0; i < DG_N * DG_FF; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f;
     linear(f, DG_N, DG_FF, dg_ff2_w, dg_ff2_b, DG_D, att);
     for (i = 0; i < DG_N * DG_D; ++i) t[i] += att[i];
-    layer_norm(t, DG_N, DG_D, dg_ln3_w, dg_ln3_b, a); /* pooling: the learned query over the 8 tokens */
+    layer_norm(t, DG_N, DG_D, dg_ln3_w, dg_ln3_b, DG_LN_EPS, a); /* pooling: the learned query over the tokens */
     st = mha_forward(&dg_pool_shape, &dg_pool_weights, 1, 1, DG_N, dg_query, a, a, NULL, pooled, NULL, ws, WS_BYTES);
     if (st != MHA_OK) return st;
     for (i = 0; i < DG_PO; ++i) pooled[i] = pooled[i] > 0.0f ? pooled[i] : 0.0f;

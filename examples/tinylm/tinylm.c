@@ -16,6 +16,7 @@
 #include "mha.h"
 #include "tinylm_model.h"
 #include "tinylm_expected.h"
+#include "model_util.h" /* linear, layer_norm */
 
 #define T_MAX 64  /* longest prompt: the prefill's chunk */
 #define TIMING 21 /* runs timed for the speed */
@@ -32,28 +33,6 @@ static layer layers[TL_LAYERS];
 static void *ws;
 static size_t ws_bytes;
 
-static void linear(const float *x, int rows, int in, const float *w, const float *b, int outs, float *y) {
-    int r, o, i;
-    for (r = 0; r < rows; ++r)
-        for (o = 0; o < outs; ++o) {
-            float s = b[o];
-            for (i = 0; i < in; ++i) s += x[r * in + i] * w[o * in + i];
-            y[r * outs + o] = s;
-        }
-}
-
-static void layer_norm(const float *x, int rows, const float *g, const float *b, float *y) {
-    int r, i;
-    for (r = 0; r < rows; ++r, x += TL_D, y += TL_D) {
-        float mean = 0.0f, var = 0.0f, inv;
-        for (i = 0; i < TL_D; ++i) mean += x[i];
-        mean /= (float)TL_D;
-        for (i = 0; i < TL_D; ++i) var += (x[i] - mean) * (x[i] - mean);
-        inv = 1.0f / sqrtf(var / (float)TL_D + TL_LN_EPS);
-        for (i = 0; i < TL_D; ++i) y[i] = (x[i] - mean) * inv * g[i] + b[i];
-    }
-}
-
 /* t new tokens at positions length.. (every layer holds the same length): their logits of the
    last one into logits[TL_VOCAB]. */
 static mha_status forward(const int *tok, int t, float *logits) {
@@ -64,17 +43,18 @@ static mha_status forward(const int *tok, int t, float *logits) {
     for (l = 0; l < TL_LAYERS; ++l) {
         layer *L = &layers[l];
         mha_status st;
-        layer_norm(x, t, L->ln1_w, L->ln1_b, a); /* x += attention(ln1 x) over the cache and the new tokens */
+        /* x += attention(ln1 x) over the cache and the new tokens */
+        layer_norm(x, t, TL_D, L->ln1_w, L->ln1_b, TL_LN_EPS, a);
         st = mha_decode(L->shape, L->w, &L->cache, 1, t, a, a, a, att, ws, ws_bytes);
         if (st != MHA_OK) return st;
         for (i = 0; i < t * TL_D; ++i) x[i] += att[i];
-        layer_norm(x, t, L->ln2_w, L->ln2_b, a); /* x += ff2 relu(ff1 ln2 x) */
+        layer_norm(x, t, TL_D, L->ln2_w, L->ln2_b, TL_LN_EPS, a); /* x += ff2 relu(ff1 ln2 x) */
         linear(a, t, TL_D, L->ff1_w, L->ff1_b, TL_FF, f);
         for (i = 0; i < t * TL_FF; ++i) f[i] = f[i] > 0.0f ? f[i] : 0.0f;
         linear(f, t, TL_FF, L->ff2_w, L->ff2_b, TL_D, att);
         for (i = 0; i < t * TL_D; ++i) x[i] += att[i];
     }
-    layer_norm(x + (t - 1) * TL_D, 1, tl_lnf_w, tl_lnf_b, a);
+    layer_norm(x + (t - 1) * TL_D, 1, TL_D, tl_lnf_w, tl_lnf_b, TL_LN_EPS, a);
     linear(a, 1, TL_D, tl_head_w, tl_head_b, TL_VOCAB, logits);
     return MHA_OK;
 }

@@ -68,7 +68,7 @@ cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
 cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
 # ---- trained models on the Cortex-M4F: the digit classifier, every image, and its instruction count
 m4f="arm-none-eabi-gcc -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16 -mthumb -O2 -std=c99 -Itests -I. \
-    -Iexamples/digits --specs=rdimon.specs -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
+    -Iexamples --specs=rdimon.specs -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
 if build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
    build "$B/digits-count.elf" $m4f -DDG_COUNT=3 examples/digits/digits.c -lm; then
     out=$(sh tests/run.sh "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/digits.elf" \
