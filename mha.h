@@ -601,6 +601,12 @@ MHA__PRIVATE float mha__tanhf(float x) {
    square root only once a call, for the default scale. x < 0 or NaN gives
    NaN; +-0 and +inf are returned as they are. */
 MHA__PRIVATE float mha__sqrtf(float x) {
+#if defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4) && (defined(__GNUC__) || defined(__clang__))
+    /* an FPU with single precision (Cortex-M4F, M7, M33, ...): its correctly rounded VSQRT */
+    float r;
+    __asm__("vsqrt.f32 %0, %1" : "=t"(r) : "t"(x));
+    return r;
+#else
     float y = x > 1.0f ? x : 1.0f, z;
     if (x != x || x < 0.0f) return (x - x) / (x - x); /* NaN */
     if (x == 0.0f || x > FLT_MAX) return x;
@@ -609,6 +615,7 @@ MHA__PRIVATE float mha__sqrtf(float x) {
         y = 0.5f * (y + x / y);
     } while (y < z);
     return z;
+#endif
 }
 #endif /* MHA_NO_LIBM */
 
