@@ -3,9 +3,10 @@
 under qemu-system-arm (which has no cycle timing): it runs the program with
 `-d in_asm,exec,nochain`, learns each translated block's instruction count from the in_asm
 listing, and adds up the blocks as the exec trace runs them (nochain: every execution is
-logged). Prints the count between each pair of consecutive markers, and their mean.
+logged). Prints the count between each pair of consecutive markers, and their mean; with
+NAMES (a comma list, one name a pair), each count by its name instead.
 
-    count_insns.py MACHINE ELF MARKER [LABEL]
+    count_insns.py MACHINE ELF MARKER [LABEL [NAMES]]
 """
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import sys
 def main(argv):
     machine, elf, marker = argv[:3]
     label = argv[3] if len(argv) > 3 else marker
+    names = argv[4].split(",") if len(argv) > 4 else None
     cmd = ["qemu-system-arm", "-M", machine, "-nographic", "-semihosting", "-kernel", elf,
            "-d", "in_asm,exec,nochain", "-D", "/dev/stdout"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1 << 20)
@@ -41,8 +43,11 @@ def main(argv):
         print("count_insns: %s gave no markers (exit %d)" % (elf, proc.returncode))
         print("0 passed, 1 failed")
         return 1
-    print("%s: %s instructions between markers (%d runs), mean %.0f" % (
-        label, ", ".join(str(c) for c in counts), len(counts), sum(counts) / len(counts)))
+    if names and len(names) == len(counts):
+        print("%s: %s instructions" % (label, ", ".join("%s %d" % nc for nc in zip(names, counts))))
+    else:
+        print("%s: %s instructions between markers (%d runs), mean %.0f" % (
+            label, ", ".join(str(c) for c in counts), len(counts), sum(counts) / len(counts)))
     print("1 passed, 0 failed")
     return 0
 

@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Instructions per inference on the Cortex-M cores that QEMU emulates, for an attention layer
+of keyword-spotting size (tests/cross/kws_count.c: d 64, 4 heads of 16, n = m = 49): one
+mha_forward, the 49 frames appended to a KV cache, and one streaming step (mha_decode, t = 1,
+against 49 cached). fp32, MHA_NO_LIBM=1, -O2; counted exactly by tests/cross/count_insns.py.
+
+    insn_report.py            print the table; "N passed, M failed" (a core whose program
+                              fails or gives no count fails)
+    insn_report.py --readme   also rewrite the table in README.md between its markers
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORES = [  # name, QEMU machine, memory map folder, compiler flags
+    ("Cortex-M3 (soft float)", "mps2-an385", "mps2", ["-mcpu=cortex-m3", "-mfloat-abi=soft"]),
+    ("Cortex-M4F", "mps2-an386", "mps2", ["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
+    ("Cortex-M7", "mps2-an500", "mps2", ["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]),
+    ("Cortex-M33", "mps2-an505", "an505", ["-mcpu=cortex-m33", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]),
+    ("Cortex-M55", "mps3-an547", "an547", ["-mcpu=cortex-m55", "-mfloat-abi=hard"]),
+]
+
+
+def main(argv):
+    out_dir = os.path.join(ROOT, os.environ.get("BUILD", "build"), "cross")
+    os.makedirs(out_dir, exist_ok=True)
+    rows, passed, failed = [], 0, 0
+    for name, machine, mem, flags in CORES:
+        elf = os.path.join(out_dir, "kws-%s.elf" % machine)
+        cmd = ["arm-none-eabi-gcc"] + flags + ["-mthumb", "-O2", "-std=c99", "-DMHA_NO_LIBM=1", "-Itests",
+                                               "--specs=rdimon.specs", "-Ltests/cross/" + mem, "-T",
+                                               "tests/cross/cortexm.ld", "tests/cross/cortexm_startup.c",
+                                               "tests/cross/kws_count.c", "tests/test_impl.c", "-o", elf]
+        counts = None
+        if subprocess.run(cmd, cwd=ROOT).returncode == 0:
+            run = subprocess.run(["timeout", "120", "qemu-system-arm", "-M", machine, "-nographic", "-semihosting",
+                                  "-kernel", elf], cwd=ROOT, capture_output=True, text=True)
+            if "1 passed, 0 failed" in run.stdout:
+                cnt = subprocess.run([sys.executable, "tests/cross/count_insns.py", machine, elf, "kws_mark", "kws",
+                                      "forward,append,decode"], cwd=ROOT, capture_output=True, text=True).stdout
+                m = re.search(r"forward (\d+), append (\d+), decode (\d+)", cnt)
+                counts = m and tuple(int(g) for g in m.groups())
+            else:
+                print(run.stdout + run.stderr)
+        if counts:
+            passed += 1
+            rows.append("| %s | %s | %s | %s |" % (name, format(counts[0], ","), format(counts[2], ","),
+                                                     format(counts[1], ",")))
+        else:
+            failed += 1
+            rows.append("| %s | failed | | |" % name)
+    table = ("| core | `mha_forward`, 49 × 49 | one streaming step (`mha_decode`, 1 against 49 cached) |"
+             " appending 49 frames (`mha_cache_append`) |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    print(table)
+    if "--readme" in argv:
+        path = os.path.join(ROOT, "README.md")
+        text = open(path).read()
+        begin, end = "<!-- insn-table begin -->\n", "<!-- insn-table end -->"
+        a, b = text.index(begin) + len(begin), text.index(end)
+        open(path, "w").write(text[:a] + table + text[b:])
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,68 @@
+/* Instructions of one attention layer of keyword-spotting size on a
+   Cortex-M core (tests/cross/insn_report.sh counts them under QEMU):
+   d_q = d_k = d_v = p_o = 64, 4 heads of 16, self-attention over n = m = 49
+   frames (mha_forward), then the 49 frames appended to a KV cache
+   (mha_cache_append) and one streaming step: a new frame against the 49
+   cached (mha_decode, t = 1). A call of kws_mark() separates the three, so
+   the counts are of the library's calls alone. Weights and inputs are
+   deterministic made-up values; the statuses and a finite result are
+   checked. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../../mha.h"
+
+#define D 64
+#define H 4
+#define P 16
+#define N 49
+
+static float wq[H * P * D], wk[H * P * D], wv[H * P * D], wo[D * H * P], x[(N + 1) * D], out[N * D];
+static float cache_k[H * (N + 1) * P], cache_v[H * (N + 1) * P];
+static unsigned char ws[32768];
+
+__attribute__((noinline)) void kws_mark(void);
+__attribute__((noinline)) void kws_mark(void) { __asm__ volatile(""); }
+
+static void fill(float *v, int count, uint32_t seed, float scale) {
+    int i;
+    for (i = 0; i < count; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = scale * ((float)(seed >> 8) * (2.0f / 16777216.0f) - 1.0f);
+    }
+}
+
+int main(void) {
+    mha_shape s = MHA_INIT;
+    mha_weights w = MHA_INIT;
+    mha_cache c = {cache_k, cache_v, NULL, N + 1, 0, 0};
+    int32_t length = 0;
+    mha_status st1, st2, st3;
+    size_t fw, dw;
+    int i, finite = 1;
+    s.heads = H; s.d_q = s.d_k = s.d_v = D; s.p_q = s.p_k = s.p_v = P; s.p_o = D;
+    fill(wq, H * P * D, 1u, 0.2f); fill(wk, H * P * D, 2u, 0.2f); fill(wv, H * P * D, 3u, 0.2f);
+    fill(wo, D * H * P, 4u, 0.2f); fill(x, (N + 1) * D, 5u, 1.0f);
+    w.w_q = wq; w.w_k = wk; w.w_v = wv; w.w_o = wo;
+    c.length = &length;
+    fw = mha_workspace_size(&s, 1, N, N);
+    dw = mha_decode_workspace_size(&s, 1, N, N + 1);
+    if (fw > sizeof ws || dw > sizeof ws) {
+        printf("kws: workspace %u / %u bytes > %u\n0 passed, 1 failed\n", (unsigned)fw, (unsigned)dw, (unsigned)sizeof ws);
+        return 1;
+    }
+    kws_mark();
+    st1 = mha_forward(&s, &w, 1, N, N, x, x, x, NULL, out, NULL, ws, fw); /* 49 x 49 self-attention */
+    kws_mark();
+    st2 = mha_cache_append(&s, &w, &c, 1, N, x, x, ws, dw); /* 49 frames into the cache */
+    kws_mark();
+    st3 = mha_decode(&s, &w, &c, 1, 1, x + N * D, x + N * D, x + N * D, out, ws, dw); /* one step */
+    kws_mark();
+    for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f;
+    printf("kws: forward %s, append %s, decode %s, length %d, workspace %u bytes (forward), %u (decode)\n",
+           mha_status_string(st1), mha_status_string(st2), mha_status_string(st3), (int)length, (unsigned)fw,
+           (unsigned)dw);
+    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && length == N + 1 && finite;
+    printf("%d passed, %d failed\n", i, !i);
+    return !i;
+}
