@@ -71,6 +71,7 @@ PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
+MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/tinylm $(BUILD)/tinylm_ref
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
@@ -151,8 +152,7 @@ $(BUILD)/%: examples/%.c examples/example_util.h examples/encoder_weights.h mha.
 	$(CC) $(CFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS) -pthread
 
 # Trained models (examples/digits, examples/tinylm): each C program against the committed headers
-# that its train.py generated, on the fast path and on the reference path.
-MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/tinylm $(BUILD)/tinylm_ref
+# that its train.py generated, on the fast path and on the reference path (MODELS: at the top).
 DIGITS   = examples/digits/digits.c examples/digits/digits_model.h examples/model_util.h mha.h
 TINYLM   = examples/tinylm/tinylm.c examples/tinylm/tinylm_model.h examples/tinylm/tinylm_expected.h \
            examples/model_util.h mha.h
