@@ -336,8 +336,8 @@ MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t cap
    MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
    MHA_ERR_MASK (a length < 0, or > capacity without a window),
    MHA_ERR_CAPACITY (without a window length + t > capacity; with one
-   length + t > INT32_MAX, or > SIZE_MAX where size_t has 16 bits). On an error nothing is written, the cache and
-   its lengths included. */
+   length + t > INT32_MAX, or > SIZE_MAX where size_t has 16 bits). On an
+   error nothing is written, the cache and its lengths included. */
 MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                                    int32_t t, const float *keys, const float *values, void *workspace,
                                    size_t workspace_bytes);
@@ -621,10 +621,6 @@ MHA__PRIVATE float mha__sqrtf(float x) {
 
 /* ---- sizes ---------------------------------------------------------------- */
 
-/* Saturating size arithmetic: a result that does not fit is SIZE_MAX, and
-   stays SIZE_MAX through later products (SIZE_MAX * 0 is 0, as the true
-   product is) and sums. A byte count is a multiple of 4, so its low bit is
-   set only when it saturated. */
 /* An int32_t count (>= 0) as a size_t. Where size_t is narrower than 31 bits
    (16-bit targets: AVR, MSP430) a count that does not fit becomes SIZE_MAX,
    so that every product with it overflows into MHA_ERR_OVERFLOW instead of
@@ -636,6 +632,11 @@ MHA__PRIVATE float mha__sqrtf(float x) {
 #define MHA__SZ(v) ((size_t)(v))
 #define MHA__POS_MAX ((int64_t)INT32_MAX)
 #endif
+
+/* Saturating size arithmetic: a result that does not fit is SIZE_MAX, and
+   stays SIZE_MAX through later products (SIZE_MAX * 0 is 0, as the true
+   product is) and sums. A byte count is a multiple of 4, so its low bit is
+   set only when it saturated. */
 MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 
@@ -1637,11 +1638,11 @@ typedef struct mha__fast {
     float *kp;                 /* [m][p_k] projected keys before packing */
     float *kt, *vt;            /* [mr p_k] K^T, [mr pvr] V: packed panels */
     float *akt, *paq;          /* additive: [grp][p_a][mr] A_k^(i) K^T, [grp][up(p_a) p_q] packed A_q^(i) */
-    float *vscale;             /* [1]: V is held times 1 / vscale (1, or 2^64 for huge values); 0: V has a
-                                  value that is not finite */
     float *slot;               /* [tasks][slot_floats] */
     float *tail;               /* [MR][KC]: A's last rows in a step whose one last task has fewer than MR */
     size_t b, g;               /* the pass: batch entry, kv head */
+    float vscale;              /* the pass's V is held times 1 / vscale (1, or 2^64 for huge values);
+                                  0: V has a value that is not finite */
 } mha__fast;
 
 /* Bytes of a fast-path workspace of `count` parts of sz[k] floats each
@@ -1665,8 +1666,8 @@ MHA__PRIVATE size_t mha__parts_at(float *ws, const size_t *sz, float **const *pt
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
     const int core = c->head == MHA__CORE;
     const float *packed = f->packed = core ? NULL : mha__packed(c);
-    size_t sz[11];
-    float **ptr[11];
+    size_t sz[10];
+    float **ptr[10];
     f->c = c;
     f->pqr = MHA__UP(c->pq, MHA__NR);
     f->pkr = MHA__UP(c->pk, MHA__NR);
@@ -1686,13 +1687,11 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[5] = mha__mul(f->mr, f->pvr);
     sz[6] = mha__mul(c->grp, mha__mul(c->pa, f->mr));
     sz[7] = mha__mul(c->grp, mha__mul(MHA__UP(c->pa, MHA__NR), c->pq));
-    sz[8] = 1;
-    sz[9] = mha__mul(f->tasks, f->slot_floats);
-    sz[10] = MHA__MR * MHA__KC;
+    sz[8] = mha__mul(f->tasks, f->slot_floats);
+    sz[9] = MHA__MR * MHA__KC;
     ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
-    ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->vscale; ptr[9] = &f->slot;
-    ptr[10] = &f->tail;
-    return mha__parts_at(ws, sz, ptr, 11);
+    ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail;
+    return mha__parts_at(ws, sz, ptr, 10);
 }
 
 /* The fast path's state of a call (struct mha__fast) lies in the workspace
@@ -1835,7 +1834,7 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
     const float *vt = f->vt;
     mha__gemm_args ga;
     size_t r, j, a, n = f->qr * f->pvr;
-    if (f->vscale[0] == 0.0f) {
+    if (f->vscale == 0.0f) {
         for (j = 0; j < n; ++j) pt[j] = 0.0f;
         for (r = 0; r < f->qr; ++r)
             for (j = 0; j < cl; ++j)
@@ -1898,7 +1897,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     float *ho = core ? c->out + row0 * hs + i * c->pv : f->cat + t0 * hs + gi * c->pv;
     float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *pt = ot + R * pvr, *oc = pt + R * pvr;
     float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
-    const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale[0];
+    const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
@@ -2069,10 +2068,10 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
         /* sum_j e^(s_j - max) v_j, before the division by the sum, can reach m max |v|: with
            |v| >= 2^64 V is held times 2^-64 (exact but for values below 2^-62, whose share is
            below any tolerance), so that a finite result never overflows on the way */
-        f->vscale[0] = mha__vbad(acc) ? 0.0f : 1.0f;
-        if (f->vscale[0] != 0.0f && mha__vhmax(big) >= 18446744073709551616.0f) {
-            f->vscale[0] = 18446744073709551616.0f;
-            mha__vscale(f->vt, f->mr * f->pvr, 1.0f / f->vscale[0]);
+        f->vscale = mha__vbad(acc) ? 0.0f : 1.0f;
+        if (f->vscale != 0.0f && mha__vhmax(big) >= 18446744073709551616.0f) {
+            f->vscale = 18446744073709551616.0f;
+            mha__vscale(f->vt, f->mr * f->pvr, 1.0f / f->vscale);
         }
     }
     if (MHA__ADDITIVE(c)) mha__par(c, mha__fast_akt, f, c->grp);

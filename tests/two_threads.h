@@ -38,8 +38,8 @@ typedef struct two_threads_pool {
     pthread_cond_t wake, done;  /* a new job for the helper; the last piece of a job finished */
     mha_task task;
     void *arg;
-    int32_t count, next, running; /* pieces of the job, the next to hand out, pieces being run */
-    unsigned long job;            /* jobs handed out so far */
+    int32_t count, next;          /* pieces of the job, the next to hand out */
+    unsigned long running, job;   /* pieces being run; jobs handed out so far */
     int started;                  /* 1: the helper runs; -1: it could not be started */
 } two_threads_pool;
 
@@ -61,15 +61,10 @@ static void two_threads_take(two_threads_pool *p) {
 }
 
 /* Spins, with lock held on entry and exit, while *x equals v (a while). */
-static void two_threads_spin(two_threads_pool *p, const void *x, int is_job, unsigned long v) {
+static void two_threads_spin(two_threads_pool *p, const unsigned long *x, unsigned long v) {
     int k;
     pthread_mutex_unlock(&p->lock);
-    for (k = 0; k < TWO_THREADS_SPIN; ++k) {
-        unsigned long now = is_job ? TWO_THREADS_LOAD(*(const unsigned long *)x)
-                                   : (unsigned long)TWO_THREADS_LOAD(*(const int32_t *)x);
-        if (now != v) break;
-        TWO_THREADS_RELAX();
-    }
+    for (k = 0; k < TWO_THREADS_SPIN && TWO_THREADS_LOAD(*x) == v; ++k) TWO_THREADS_RELAX();
     pthread_mutex_lock(&p->lock);
 }
 
@@ -78,7 +73,7 @@ static void *two_threads_helper(void *arg) {
     unsigned long seen = 0;
     pthread_mutex_lock(&p->lock);
     for (;;) { /* waits for the next job for as long as the process lives */
-        if (p->job == seen) two_threads_spin(p, &p->job, 1, seen);
+        if (p->job == seen) two_threads_spin(p, &p->job, seen);
         while (p->job == seen) pthread_cond_wait(&p->wake, &p->lock);
         seen = p->job;
         two_threads_take(p);
@@ -105,7 +100,7 @@ static void two_threads(void *user, mha_task task, void *arg, int32_t count) {
         pthread_cond_signal(&p->wake);
     }
     two_threads_take(p);
-    if (p->running > 0) two_threads_spin(p, &p->running, 0, (unsigned long)p->running);
+    if (p->running > 0) two_threads_spin(p, &p->running, p->running);
     while (p->running > 0) pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
     pthread_mutex_unlock(&p->call);
