@@ -91,21 +91,31 @@ def attention_tensors(layer, heads=None):
     raise TypeError("expected a torch.nn.MultiheadAttention or its state_dict, got %s" % type(layer).__name__)
 
 
+_WEIGHTS = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
+
+
+def _header(name, what, z, w, digits):
+    """The header text for weights w (name -> tensor or None) of the sizes z: the arrays, a
+    comment line `what`, NAME_shape and NAME_weights."""
+    present = {k: v for k, v in w.items() if v is not None}
+    lines = ["/* %s: %s exported from PyTorch by examples/export_torch.py for mha.h. */" % (name, what[0]),
+             "#include \"mha.h\"", "", c_arrays(present, name + "_", digits), "", "/* %s */" % what[1]]
+    lines.append("static const mha_shape %s_shape = {%d, %d, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (
+        name, z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_k"], z["p_v"], z["p_o"]))
+    ptr = ["%s_%s" % (name, k) if w[k] is not None else "NULL" for k in _WEIGHTS]
+    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
+    return "\n".join(lines) + "\n"
+
+
 def header_text(layer, name, heads=None):
     """The header for one attention layer, as a string."""
     shape, w = attention_tensors(layer, heads)
-    present = {k: v for k, v in w.items() if v is not None}
-    lines = ["/* %s: an attention layer exported from PyTorch by examples/export_torch.py for mha.h. */" % name,
-             "#include \"mha.h\"", "", c_arrays(present, name + "_"), ""]
-    lines.append("/* heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k = p_v %d, p_o %d, scaled dot product */" % (
-        shape["heads"], shape["d_q"], shape["d_k"], shape["d_v"], shape["p"], shape["p_o"]))
-    lines.append("static const mha_shape %s_shape = {%d, 0, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (
-        name, shape["heads"], shape["d_q"], shape["d_k"], shape["d_v"], shape["p"], shape["p"], shape["p"],
-        shape["p_o"]))
-    ptr = ["%s_%s" % (name, k) if w[k] is not None else "NULL" for k in
-           ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")]
-    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
-    return "\n".join(lines) + "\n"
+    p = shape["p"]
+    z = dict(heads=shape["heads"], kv_heads=0, d_q=shape["d_q"], d_k=shape["d_k"], d_v=shape["d_v"], p_q=p, p_k=p,
+             p_v=p, p_o=shape["p_o"])
+    what = ("an attention layer", "heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k = p_v %d, p_o %d, scaled dot product"
+            % (z["heads"], z["d_q"], z["d_k"], z["d_v"], p, z["p_o"]))
+    return _header(name, what, z, w, 9)
 
 
 class GeneralAttention(torch.nn.Module):
@@ -153,16 +163,10 @@ def general_header_text(layer, name, digits=9):
     """The header for a GeneralAttention (shape and weights, as header_text writes them), as a string;
     `digits` significant digits a value (9: every float exactly)."""
     z = layer.sizes
-    w = {k: getattr(layer, k) for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    lines = ["/* %s: a general-form attention exported from PyTorch by examples/export_torch.py for mha.h. */" % name,
-             "#include \"mha.h\"", "", c_arrays(w, name + "_", digits), ""]
-    lines.append("/* heads %d, kv_heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k %d, p_v %d, p_o %d, scaled dot product */"
-                 % (z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_v"], z["p_o"]))
-    lines.append("static const mha_shape %s_shape = {%d, %d, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (
-        name, z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_k"], z["p_v"], z["p_o"]))
-    ptr = ["%s_%s" % (name, k) for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")]
-    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
-    return "\n".join(lines) + "\n"
+    what = ("a general-form attention", "heads %d, kv_heads %d, d_q %d, d_k %d, d_v %d, p_q = p_k %d, p_v %d, p_o %d, "
+            "scaled dot product" % (z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_v"],
+                                    z["p_o"]))
+    return _header(name, what, z, {k: getattr(layer, k) for k in _WEIGHTS}, digits)
 
 
 def write_header(layer, name, path, heads=None):
