@@ -34,6 +34,7 @@
        MHA_NO_STATUS_STRINGS  0/1  mha_status_string() returns ""           (impl)
        MHA_NO_LIBM            0/1  own exp, tanh, sqrt instead of libm's    (impl)
        MHA_NO_ADDITIVE        0/1  compile out additive scoring             (impl)
+       MHA_NO_EXTRAS          0/1  compile out RoPE, ALiBi, soft-cap, sinks (impl)
        MHA_FAST               0/1  mha_forward takes the fast path; default (impl)
                                    1 on hosted x86-64 and aarch64, else 0
        MHA_NO_SIMD            0/1  the fast path's portable code only       (impl)
@@ -137,7 +138,26 @@ typedef struct mha_shape {
     mha_score score;              /* MHA_SCORE_DOT or MHA_SCORE_ADDITIVE */
     int32_t p_a;                  /* additive only: hidden size (>= 1); ignored for dot */
     float scale;                  /* dot only: score multiplier; 0 means 1/sqrt(p_k); must be finite */
+    /* Knobs of today's decoder layers (README, "Positions, soft-cap and
+       sinks"); each 0 = off. Positions: key j of mha_forward and mha_attend
+       is at position j, query row t at t + mask->causal_offset (t without a
+       mask); mha_decode uses the cache's positions. */
+    int32_t rope_dim;             /* RoPE on the first rope_dim entries of every projected q and k:
+                                     even, <= p_q and <= p_k */
+    int32_t rope_pairs;           /* MHA_ROPE_HALF (0) or MHA_ROPE_ADJACENT: which entries rotate together */
+    float rope_theta;             /* RoPE's base; 0 means 10000; else finite and > 0 */
+    int32_t alibi;                /* nonzero: ALiBi, scores += -slope_i (P_query - P_key), slopes of the
+                                     published formula for any head count */
+    float softcap;                /* > 0 (finite): scores s <- softcap tanh(s / softcap), before ALiBi and
+                                     the masks (Gemma 2's order) */
 } mha_shape;
+
+/* RoPE's pairings: which two entries of a head's vector of r = rope_dim
+   rotate together by the angle P theta^(-2a/r) of pair a < r/2. */
+enum {
+    MHA_ROPE_HALF = 0,    /* (x_a, x_{a+r/2}): GPT-NeoX, Hugging Face Llama, ONNX Runtime's default */
+    MHA_ROPE_ADJACENT = 1 /* (x_{2a}, x_{2a+1}): GPT-J, the original LLaMA, llama2.c */
+};
 
 /* Weights, row-major in the Linear convention (out_features x in_features),
    so PyTorch's tensors can be passed as they are. Biases may be NULL (zero).
@@ -152,6 +172,8 @@ typedef struct mha_weights {
                                      w_a [heads][p_a] */
     const void *packed;           /* NULL, or a buffer that mha_pack_weights() filled from these
                                      weights: the fast path then skips packing them each call */
+    const float *sinks;           /* NULL, or [heads]: attention sinks, one logit per head that joins
+                                     the softmax's denominator only (no value) */
 } mha_weights;
 
 /* Which keys a query may see. Every mask given is ANDed. A query row that
@@ -181,6 +203,7 @@ typedef struct mha_build {
     const char *vector;  /* the fast path's vector code: "avx512f", "avx2+fma", "neon",
                             "portable"; "none" when MHA_FAST is 0 */
     int32_t no_libm, no_additive, no_status_strings, no_simd; /* the options, 0 or 1 */
+    int32_t no_extras;                                        /* MHA_NO_EXTRAS, 0 or 1 */
 } mha_build;
 MHADEF mha_build mha_build_info(void);
 
@@ -433,6 +456,16 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
 #if MHA_NO_ADDITIVE != 0 && MHA_NO_ADDITIVE != 1
 #error "MHA_NO_ADDITIVE must be 0 or 1"
 #endif
+#if defined(MHA_NO_EXTRAS) && (0 - MHA_NO_EXTRAS - 1) == 1 /* defined empty: 1 */
+#undef MHA_NO_EXTRAS
+#define MHA_NO_EXTRAS 1
+#endif
+#ifndef MHA_NO_EXTRAS
+#define MHA_NO_EXTRAS 0
+#endif
+#if MHA_NO_EXTRAS != 0 && MHA_NO_EXTRAS != 1
+#error "MHA_NO_EXTRAS must be 0 or 1"
+#endif
 
 #if defined(MHA_FAST) && (0 - MHA_FAST - 1) == 1 /* defined empty: 1 */
 #undef MHA_FAST
@@ -671,6 +704,10 @@ typedef struct mha__ctx {
     const float *queries, *keys, *values;
     float *out, *attn;
     mha_cache *cache;                 /* NULL: none */
+#if !MHA_NO_EXTRAS
+    float cap, theta;                 /* soft-cap (0: none); RoPE's base */
+    int32_t rope, rope_adj, alibi;    /* RoPE's rotated entries (0: none) and adjacent pairing; ALiBi on */
+#endif
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
     mha_parallel_for pfor;            /* NULL: one thread */
@@ -726,6 +763,19 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->scale = s->scale;
 #if MHA_FAST
     c->fast = 0;
+#endif
+#if MHA_NO_EXTRAS
+    if (s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks) return MHA_ERR_SHAPE;
+#else
+    if (s->rope_dim < 0 || s->rope_dim % 2 || s->rope_dim > s->p_q || s->rope_dim > s->p_k ||
+        (uint32_t)s->rope_pairs > 1u || !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX) ||
+        !(s->softcap >= 0.0f && s->softcap <= FLT_MAX))
+        return MHA_ERR_SHAPE;
+    c->rope = s->rope_dim;
+    c->rope_adj = s->rope_pairs;
+    c->theta = s->rope_theta == 0.0f ? 10000.0f : s->rope_theta;
+    c->alibi = s->alibi != 0;
+    c->cap = s->softcap;
 #endif
     if (s->score == MHA_SCORE_DOT) {
         if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
@@ -833,7 +883,7 @@ MHA__PRIVATE float *mha__align(void *workspace) {
 }
 
 /* Stands in for the weights where only sizes are asked for. */
-static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 /* ---- reference kernels ---------------------------------------------------- */
 
@@ -882,6 +932,121 @@ MHA__PRIVATE MHA__NOINLINE float mha__weight(float s, float mx) {
     float d = s - mx;
     return s == ninf ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
 }
+
+#if !MHA_NO_EXTRAS
+/* ---- positions, soft-cap and sinks (unless MHA_NO_EXTRAS) -------------------
+   RoPE's angle for pair a of position P is P theta^(-2a/r), computed in
+   double: the frequency as e^(-(2a/r) ln theta), the angle's product, then
+   the angle less k pi/2 with pi/2 in four parts of which the first three
+   have 21 bits, so that k times each is exact for any |k| < 2^32 (Cody and
+   Waite's reduction), and cos and sin by their Taylor series on
+   [-pi/4, pi/4]. The angle's error is about |P| 2^-52 rad (3.6e-12 at
+   P = 32768), far below a float's rounding, so the rotation is as accurate
+   at position 32768 as at 0. Own exp, log, sin and cos: no libm, and the
+   same numbers on every target whose double has 53 bits (on AVR, where
+   double is float, the angle keeps a float's precision only). */
+#define MHA__LN2_HI 6.93147180369123816490e-01 /* ln 2 in two parts: k MHA__LN2_HI is exact */
+#define MHA__LN2_LO 1.90821492927058770002e-10
+#define MHA__PIO2_1 1.57079601287841796875e+00 /* pi/2 = the sum of these four */
+#define MHA__PIO2_2 3.13916416416759602726e-07
+#define MHA__PIO2_3 6.22337468017541972642e-14
+#define MHA__PIO2_4 (-2.50827880633416613471e-20)
+
+/* e^x for x in about [-105, 1]. */
+MHA__PRIVATE double mha__exp_d(double x) {
+    double t = x * 1.4426950408889634, k = (double)(int32_t)(t < 0.0 ? t - 0.5 : t + 0.5), r, p = 1.0;
+    int i;
+    r = (x - k * MHA__LN2_HI) - k * MHA__LN2_LO; /* |r| <= ln 2 / 2 */
+    for (i = 16; i >= 1; --i) p = 1.0 + r * p / (double)i;
+    for (; k > 0.0; k -= 1.0) p *= 2.0;
+    for (; k < 0.0; k += 1.0) p *= 0.5;
+    return p;
+}
+
+/* ln x for a finite x > 0. */
+MHA__PRIVATE double mha__log_d(double x) {
+    double e = 0.0, s, z, p = 0.0;
+    int i;
+    for (; x > 1.4142135623730951; e += 1.0) x *= 0.5;
+    for (; x < 0.7071067811865476; e -= 1.0) x *= 2.0;
+    s = (x - 1.0) / (x + 1.0); /* ln x = 2 atanh s, |s| <= 0.172 */
+    z = s * s;
+    for (i = 27; i >= 1; i -= 2) p = 1.0 / (double)i + z * p;
+    return e * MHA__LN2_HI + (e * MHA__LN2_LO + 2.0 * s * p);
+}
+
+/* cs[0] = cos x, cs[1] = sin x, rounded to float, for |x| < 2^32. */
+MHA__PRIVATE void mha__sincos(double x, float *cs) {
+    double t = x * 0.63661977236758134, k = (double)(int64_t)(t < 0.0 ? t - 0.5 : t + 0.5), r, z, s = 1.0, c = 1.0;
+    int i;
+    unsigned q = (unsigned)((int64_t)k & 3);
+    r = (((x - k * MHA__PIO2_1) - k * MHA__PIO2_2) - k * MHA__PIO2_3) - k * MHA__PIO2_4;
+    z = r * r;
+    for (i = 8; i >= 1; --i) {
+        s = 1.0 - z * s / (double)((2 * i) * (2 * i + 1));
+        c = 1.0 - z * c / (double)((2 * i - 1) * (2 * i));
+    }
+    s *= r;
+    cs[0] = (float)(q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s);
+    cs[1] = (float)(q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c);
+}
+
+/* RoPE on count vectors x, x + stride, ...: pair a of each rotated by the
+   angle of position pos, whose cos and sin are table[2a], table[2a + 1]
+   (the fast path's table) or computed here (table NULL). */
+MHA__PRIVATE void mha__rope(const mha__ctx *c, float *x, size_t count, size_t stride, int64_t pos,
+                            const float *table) {
+    const size_t r = (size_t)c->rope, half = r / 2;
+    double lt = table || !r ? 0.0 : mha__log_d((double)c->theta);
+    float cs[2], x0, x1, *y;
+    size_t a, k, i0, i1;
+    for (a = 0; a < half; ++a) {
+        if (table) {
+            cs[0] = table[2 * a];
+            cs[1] = table[2 * a + 1];
+        } else {
+            mha__sincos((double)pos * mha__exp_d(-(double)(2 * a) / (double)r * lt), cs);
+        }
+        i0 = c->rope_adj ? 2 * a : a;
+        i1 = c->rope_adj ? 2 * a + 1 : a + half;
+        for (k = 0; k < count; ++k) {
+            y = x + k * stride;
+            x0 = y[i0];
+            x1 = y[i1];
+            y[i0] = x0 * cs[0] - x1 * cs[1];
+            y[i1] = x1 * cs[0] + x0 * cs[1];
+        }
+    }
+}
+
+/* The ALiBi slope of head i of h: with p the largest power of two <= h,
+   2^(-8 (i+1) / p) for i < p, and the odd ones of the 2p-head series,
+   2^(-4 (2 (i-p) + 1) / p), after them (the published formula). */
+MHA__PRIVATE float mha__alibi_slope(size_t h, size_t i) {
+    size_t p = 1;
+    while (p <= h / 2) p *= 2;
+    return (float)mha__exp_d((i < p ? -8.0 * (double)(i + 1) : -4.0 * (double)(2 * (i - p) + 1)) / (double)p *
+                             0.69314718055994531);
+}
+
+/* A score s after the soft-cap and ALiBi (slope, query position less key
+   position dist); the masks' bias comes after. */
+MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t dist) {
+    if (c->cap != 0.0f) s = c->cap * MHA_TANHF(s / c->cap);
+    return s - slope * (float)dist;
+}
+#define MHA__SLOPE(c, i) ((c)->alibi ? mha__alibi_slope((c)->h, i) : 0.0f)
+/* The position of query row t of mha_forward and mha_attend. */
+#define MHA__QPOS(c, t) ((int64_t)(t) + ((c)->mask ? (int64_t)(c)->mask->causal_offset : 0))
+#define MHA__SINK(c, i) ((c)->w->sinks ? (c)->w->sinks + (i) : NULL)
+#define MHA__SINK_PARAM , const float *sink
+#define MHA__SINK_ARG(x) , x
+#define MHA__ROPE(c) ((size_t)(c)->rope)
+#else
+#define MHA__ROPE(c) ((size_t)0)
+#define MHA__SINK_PARAM
+#define MHA__SINK_ARG(x)
+#endif
 
 /* The projections of a call: for each, the offsets of its weight and bias
    (0: none) in mha_weights, and of its input and output sizes in mha__ctx. */
@@ -966,15 +1131,23 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
    masked key, 1 for the max, also +inf: the +inf keys share the weight),
    divided by their compensated sum; a row with every key masked is all 0.
    Keys of weight exactly 0 are skipped, so a masked key's values never reach
-   the output. */
-MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, size_t vst, size_t pv, float *ho) {
+   the output. A sink (sink not NULL) counts in the max and, last, in the
+   sum, and has no value. */
+MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, size_t vst, size_t pv,
+                                          float *ho MHA__SINK_PARAM) {
     static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
     float mx = -(FLT_MAX * 2.0f), sum;
     size_t j, a;
+#if !MHA_NO_EXTRAS
+    if (sink) mx = *sink;
+#endif
     for (j = 0; j < m; ++j)
         if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
     for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
     sum = mha__dot(sc, &one, 0, m, 0);
+#if !MHA_NO_EXTRAS
+    if (sink) sum += mha__weight(*sink, mx);
+#endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
     for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
@@ -992,6 +1165,10 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
+#if !MHA_NO_EXTRAS
+    const float slope = MHA__SLOPE(c, i);
+    const int64_t qpos = MHA__QPOS(c, t);
+#endif
     for (j = 0; j < m; ++j) {
         float s = -(FLT_MAX * 2.0f);
         if (j < hi && (!keep || keep[j])) {
@@ -1001,6 +1178,9 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
             else
 #endif
                 s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
+#if !MHA_NO_EXTRAS
+            s = mha__extras(c, s, slope, qpos - (int64_t)j);
+#endif
             if (bias) s += bias[j];
         }
         sc[j] = s;
@@ -1018,6 +1198,9 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
     const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
     float *sc = MHA__PART(c, MHA__SC);
     size_t j, pos, lo, hi;
+#if !MHA_NO_EXTRAS
+    const float slope = MHA__SLOPE(c, i);
+#endif
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &lo, &hi);
     for (j = 0; j < slots; ++j) {
         pos = mha__slot_pos(j, e, c->ms);
@@ -1029,6 +1212,9 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
             else
 #endif
                 sc[j] = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
+#if !MHA_NO_EXTRAS
+            sc[j] = mha__extras(c, sc[j], slope, (int64_t)(e - c->n + t) - (int64_t)pos); /* at P = e - n + t */
+#endif
         }
     }
     return sc;
@@ -1640,6 +1826,8 @@ typedef struct mha__fast {
     float *akt, *paq;          /* additive: [grp][p_a][mr] A_k^(i) K^T, [grp][up(p_a) p_q] packed A_q^(i) */
     float *slot;               /* [tasks][slot_floats] */
     float *tail;               /* [MR][KC]: A's last rows in a step whose one last task has fewer than MR */
+    float *rcs;                /* RoPE: [m + n][rope]: cos and sin of each pair's angle at the positions of
+                                  keys 0 .. m-1, then of query rows 0 .. n-1 */
     size_t b, g;               /* the pass: batch entry, kv head */
     float vscale;              /* the pass's V is held times 1 / vscale (1, or 2^64 for huge values);
                                   0: V has a value that is not finite */
@@ -1666,8 +1854,8 @@ MHA__PRIVATE size_t mha__parts_at(float *ws, const size_t *sz, float **const *pt
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
     const int core = c->head == MHA__CORE;
     const float *packed = f->packed = core ? NULL : mha__packed(c);
-    size_t sz[10];
-    float **ptr[10];
+    size_t sz[11];
+    float **ptr[11];
     f->c = c;
     f->pqr = MHA__UP(c->pq, MHA__NR);
     f->pkr = MHA__UP(c->pk, MHA__NR);
@@ -1682,16 +1870,17 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[0] = core || packed ? 0 : mha__add(f->per_g, mha__mul(c->grp, f->per_i));
     sz[1] = core ? 0 : mha__mul(c->n, mha__mul(c->grp, c->pq));
     sz[2] = core ? 0 : mha__mul(c->n, mha__mul(c->grp, c->pv));
-    sz[3] = core ? 0 : mha__mul(c->m, c->pk);
+    sz[3] = core && !MHA__ROPE(c) ? 0 : mha__mul(c->m, c->pk); /* mha_attend with RoPE: rotated keys */
     sz[4] = mha__mul(f->mr, c->pk);
     sz[5] = mha__mul(f->mr, f->pvr);
     sz[6] = mha__mul(c->grp, mha__mul(c->pa, f->mr));
     sz[7] = mha__mul(c->grp, mha__mul(MHA__UP(c->pa, MHA__NR), c->pq));
     sz[8] = mha__mul(f->tasks, f->slot_floats);
     sz[9] = MHA__MR * MHA__KC;
+    sz[10] = mha__mul(mha__add(c->m, c->n), MHA__ROPE(c));
     ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
-    ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail;
-    return mha__parts_at(ws, sz, ptr, 10);
+    ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail; ptr[10] = &f->rcs;
+    return mha__parts_at(ws, sz, ptr, 11);
 }
 
 /* The fast path's state of a call (struct mha__fast) lies in the workspace
@@ -1702,6 +1891,24 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
 MHA__PRIVATE mha__fast *mha__fast_state(const mha__ctx *c) {
     return (mha__fast *)(void *)((unsigned char *)(c) + MHA_WORKSPACE_STATE);
 }
+
+#if !MHA_NO_EXTRAS
+/* Task `block` of the first pass's step 1 with RoPE: rows block KVB ..
+   of the angles' table rcs (keys at 0 .. m-1, then the query rows). */
+MHA__PRIVATE void mha__fast_angles(void *arg, int32_t block) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const mha__ctx *c = f->c;
+    const size_t r = (size_t)c->rope, j0 = (size_t)block * MHA__KVB, all = c->m + c->n;
+    const size_t end = all - j0 < MHA__KVB ? all : j0 + MHA__KVB;
+    double lt = mha__log_d((double)c->theta), freq;
+    size_t a, j;
+    for (a = 0; a < r / 2; ++a) {
+        freq = mha__exp_d(-(double)(2 * a) / (double)r * lt);
+        for (j = j0; j < end; ++j)
+            mha__sincos((double)(j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m)) * freq, f->rcs + j * r + 2 * a);
+    }
+}
+#endif
 
 /* Task `block` of step 1: key rows j0 .. j0+KVB-1 of the pass: K projected
    into kp and packed into K^T's panels, V projected straight into its
@@ -1719,6 +1926,15 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
         for (j = 0; j < rows * MHA__NR; ++j) vt[q * f->mr * MHA__NR + j] = 0.0f;
     if (c->head == MHA__CORE) {
+#if !MHA_NO_EXTRAS
+        if (c->rope) { /* the rows rotated in kp, then packed */
+            for (j = 0; j < rows; ++j) {
+                mha__copy(f->kp + (j0 + j) * c->pk, keys + j * c->dk + g * c->pk, c->pk);
+                mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * (size_t)c->rope);
+            }
+            mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
+        } else
+#endif
         mha__pack(keys + g * c->pk, c->dk, rows, c->pk, kt);
         for (j = 0; j < rows; ++j)
             for (a = 0; a < c->pv; ++a)
@@ -1729,6 +1945,9 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     ga.bias = w->b_k ? w->b_k + g * c->pk : NULL;
     ga.tail = f->tail; /* the last block's */
     mha__gemm(&ga);
+#if !MHA_NO_EXTRAS
+    for (j = 0; j < rows && c->rope; ++j) mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * (size_t)c->rope);
+#endif
     mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
     ga = mha__mm(rows, c->pv, c->dv, values, c->dv, f->wk + f->pkr * c->dk, vt, MHA__NR);
     ga.cps = f->mr * MHA__NR; /* straight into the packed panels */
@@ -1768,6 +1987,10 @@ MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
         ga.tail = f->tail; /* the last tile's */
         mha__gemm(&ga);
     }
+#if !MHA_NO_EXTRAS
+    for (l = 0; l < rows && c->rope; ++l) /* every head of the row at its position */
+        mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, f->rcs + (c->m + t0 + l) * (size_t)c->rope);
+#endif
 }
 
 /* The max of x[0..len) and mx as the reference path takes it: NaN once any
@@ -1821,6 +2044,27 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
     top = mha__vhmax(vm); /* no NaN here, and mx is -inf or finite */
     return top > mx ? top : mx;
 }
+
+#if !MHA_NO_EXTRAS
+/* x[j] for j < len: times scale, soft-capped (the vector tanh, a whole
+   vector at a time), then less slope (d0 - j) (ALiBi, d0 the query's
+   position less x[0]'s key's). */
+MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, float scale, float slope, int64_t d0) {
+    float buf[MHA__VL];
+    size_t j, l;
+    for (j = 0; j < len; j += MHA__VL) {
+        float *y = len - j < MHA__VL ? buf : x + j;
+        if (y == buf)
+            for (l = 0; l < MHA__VL; ++l) buf[l] = j + l < len ? x[j + l] : 0.0f;
+        mha__vstore(y, mha__vmul(mha__vload(y), mha__vset(scale)));
+        if (c->cap != 0.0f)
+            mha__vstore(y, mha__vmul(mha__vset(c->cap), mha__vtanh(mha__vdiv(mha__vload(y), mha__vset(c->cap)))));
+        if (y == buf)
+            for (l = 0; j + l < len; ++l) x[j + l] = buf[l];
+    }
+    for (j = 0; j < len && c->alibi; ++j) x[j] -= slope * (float)(d0 - (int64_t)j);
+}
+#endif
 
 /* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
    block's product pt is summed from zero and added to ot with compensation
@@ -1899,23 +2143,34 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
     const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
+#if MHA_NO_EXTRAS
+    const float sink = ninf;
+#else
+    const float sink = c->w->sinks ? c->w->sinks[i] : ninf, slope = MHA__SLOPE(c, i);
+    const int extras = c->cap != 0.0f || c->alibi;
+#endif
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
     mha__gemm_args ga;
 
-    /* qt = the tile's queries of head i, 0 past the last row */
+    /* qt = the tile's queries of head i, 0 past the last row (mha_attend with RoPE: rotated here) */
     for (r = 0; r < rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
+#if !MHA_NO_EXTRAS
+    for (r = 0; r < rv && core && c->rope; ++r)
+        mha__rope(c, qt + r * c->pq, 1, 0, 0, f->rcs + (m + t0 + r) * (size_t)c->rope);
+#endif
     if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
         ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
         mha__gemm(&ga);
     }
 
-    for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r */
+    for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r; a sink starts the max and sum */
         hi[r] = r < rv ? mha__visible(mask, f->b, row0 + r, t0 + r, m) : 0;
         if (hi[r] > jend) jend = hi[r];
-        mx[r] = ninf;
-        l[r] = lc[r] = 0.0f;
+        mx[r] = sink;
+        l[r] = mha__weight(sink, sink);
+        lc[r] = 0.0f;
     }
     if (attn) jend = m; /* every weight is written */
     for (j = 0; j < R * pvr; ++j) ot[j] = oc[j] = 0.0f;
@@ -1941,7 +2196,13 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                     for (j = 0; j < cl; ++j) x[j] = 0.0f;
                     continue;
                 }
-                j = 0; /* scale, mask and bias */
+                j = 0; /* scale, (soft-cap, ALiBi,) mask and bias */
+#if !MHA_NO_EXTRAS
+                if (extras) {
+                    mha__fast_extras(c, x, vis, scale, slope, MHA__QPOS(c, t0 + r) - (int64_t)j0);
+                    for (; j < vis; ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
+                }
+#endif
                 if (!keep && !bias)
                     for (; j + MHA__VL <= vis; j += MHA__VL)
                         mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
@@ -1986,6 +2247,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                 sum += mha__softmax(buf, MHA__UP(cl, MHA__VL), mx[r]);
                 for (j = 0; j < cl; ++j) x[j0 + j] = buf[j];
             }
+            sum += mha__weight(sink, mx[r]); /* 0 without a sink */
             if (sum == 0.0f) sum = 1.0f; /* every key masked */
             for (j = 0; j < m; ++j) x[j] /= sum;
         }
@@ -2046,7 +2308,12 @@ MHA__PRIVATE void mha__par(const mha__ctx *c, mha_task task, void *arg, size_t c
 MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
     mha__fast *f = mha__fast_state(c);
     size_t k, j;
-    if (b == 0 && g == 0) mha__fast_layout(f, c, (float *)(void *)((unsigned char *)f + MHA__FAST_SELF));
+    if (b == 0 && g == 0) {
+        mha__fast_layout(f, c, (float *)(void *)((unsigned char *)f + MHA__FAST_SELF));
+#if !MHA_NO_EXTRAS
+        if (c->rope) mha__par(c, mha__fast_angles, f, (c->m + c->n + MHA__KVB - 1) / MHA__KVB);
+#endif
+    }
     f->b = b;
     f->g = g;
     f->wk = f->packed ? f->packed + g * f->per_g : f->pw;
@@ -2210,6 +2477,9 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     const mha__ctx *c = f->c;
     mha_cache *cache = c->cache;
     size_t b = (size_t)task % c->batch, g = (size_t)task / c->batch, j = 0, slot, run;
+#if !MHA_NO_EXTRAS
+    size_t k;
+#endif
     const float *wk = mha__dec_panels(f, -1 - (int64_t)g), *wv = wk + f->pkr * c->dk;
     while (j < c->m) {
         slot = (size_t)cache->length[b] + j;
@@ -2221,6 +2491,11 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
         mha__dec_gemm(run, c->pv, c->dv, c->values + (b * c->m + j) * c->dv, wv,
                       cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv, c->pv,
                       c->w->b_v ? c->w->b_v + g * c->pv : NULL, 0);
+#if !MHA_NO_EXTRAS
+        for (k = 0; k < run && c->rope; ++k) /* RoPE at the key's position */
+            mha__rope(c, cache->k + ((b * c->kv + g) * c->ms + slot + k) * c->pk, 1, 0,
+                      (int64_t)cache->length[b] + (int64_t)(j + k), NULL);
+#endif
         j += run;
     }
 }
@@ -2230,9 +2505,16 @@ MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
     mha__dec *f = (mha__dec *)arg;
     const mha__ctx *c = f->c;
     size_t b = (size_t)task % c->batch, i = (size_t)task / c->batch, g = i / c->grp;
-    mha__dec_gemm(c->n, c->pq, c->dq, c->queries + b * c->n * c->dq, mha__dec_panels(f, (int64_t)i),
-                  f->q + ((b * c->kv + g) * f->rows + (i - g * c->grp) * c->n) * c->pq, c->pq,
+    float *q = f->q + ((b * c->kv + g) * f->rows + (i - g * c->grp) * c->n) * c->pq;
+#if !MHA_NO_EXTRAS
+    size_t t;
+#endif
+    mha__dec_gemm(c->n, c->pq, c->dq, c->queries + b * c->n * c->dq, mha__dec_panels(f, (int64_t)i), q, c->pq,
                   c->w->b_q ? c->w->b_q + i * c->pq : NULL, 0);
+#if !MHA_NO_EXTRAS
+    for (t = 0; t < c->n && c->rope; ++t) /* new query t at position length + t */
+        mha__rope(c, q + t * c->pq, 1, 0, (int64_t)c->cache->length[b] + (int64_t)t, NULL);
+#endif
 }
 
 /* Task k of the projection step with packed weights: the append step's
@@ -2350,6 +2632,14 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
+#if !MHA_NO_EXTRAS
+            if (c->cap != 0.0f || c->alibi) { /* soft-cap; ALiBi at the row's position hi - 1 */
+                const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
+                mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
+                for (j = 0; j < cl && c->alibi; ++j)
+                    x[j] -= slope * (float)((int64_t)hi - 1 - (int64_t)mha__slot_pos(j0 + j, e, c->ms));
+            }
+#endif
             if (lo > e - used || hi < e) /* not every position held is visible */
                 for (j = 0; j < cl; ++j) {
                     pos = mha__slot_pos(j0 + j, e, c->ms);
@@ -2419,6 +2709,10 @@ MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
     for (r = 0; r < f->rows; ++r) {
         size_t i = g * c->grp + r / c->n, tt = r % c->n;
         float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, mx = ninf, l = 0.0f, lc = 0.0f, sc;
+#if !MHA_NO_EXTRAS
+        const float sink = c->w->sinks ? c->w->sinks[i] : ninf; /* in the max, and last in the sum */
+        mx = sink;
+#endif
         for (ch = 0; ch < f->chunks; ++ch) {
             float m = res[(ch * f->rows + r) * f->pvs + c->pv];
             if (m > mx || m != m) mx = m;
@@ -2432,6 +2726,9 @@ MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
             l = mha__add_comp(l, o[c->pv + 1] * sc, &lc);
             for (a = 0; a < c->pv; ++a) h[a] = mha__add_comp(h[a], o[a] * sc, oc + a);
         }
+#if !MHA_NO_EXTRAS
+        l = mha__add_comp(l, mha__weight(sink, mx), &lc);
+#endif
         for (a = 0; a < c->pv; ++a) h[a] /= l;
     }
 }
@@ -2455,8 +2752,11 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
         for (j = 0; j < used; ++j) {
             size_t pos = mha__slot_pos(j, e, c->ms);
             x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
+#if !MHA_NO_EXTRAS
+            if (pos >= lo && pos < hi) x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
+#endif
         }
-        mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h);
+        mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h MHA__SINK_ARG(MHA__SINK(c, i)));
     }
 }
 
@@ -2606,6 +2906,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
+#if !MHA_NO_EXTRAS
+    if (head >= 0 && (c.rope || c.alibi)) return MHA_ERR_SHAPE; /* mha_head's query has no position */
+#endif
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
     c.m = c.mp = c.ms = MHA__SZ(m);
@@ -2656,6 +2959,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
         iw->a_k = w->a_k;
         iw->a_v = w->a_v;
         iw->packed = NULL;
+        iw->sinks = w->sinks;
         c.w = iw;
         st = MHA__KEEP(&c, workspace);
     }
@@ -2676,6 +2980,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     if (cache->capacity < 1 || cache->window < 0 || cache->type != 0 ||
         (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
         return MHA_ERR_SHAPE;
+#if !MHA_NO_EXTRAS
+    if (decode && !keys && !values && (c.rope || c.alibi)) return MHA_ERR_SHAPE; /* cross: no query position */
+#endif
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v)) ||
         (decode && (!queries || !out || !w->w_q || !w->w_o ||
@@ -2716,6 +3023,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
    mha_attend runs them with identity projections (mha__project). */
 MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
     size_t m = c->m, i, g;
+#if !MHA_NO_EXTRAS
+    size_t j;
+#endif
     for (i = 0; i < c->h; ++i) {
         if (c->head >= 0 && i != (size_t)c->head) continue; /* mha_head: its head alone */
         g = i / c->grp;
@@ -2723,6 +3033,10 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
             mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk, MHA__PART(c, MHA__KP) + g * m * c->pk);
             mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
                          MHA__PART(c, MHA__VP) + g * m * c->pv);
+#if !MHA_NO_EXTRAS
+            for (j = 0; c->rope && j < m; ++j) /* key j at position j */
+                mha__rope(c, MHA__PART(c, MHA__KP) + (g * m + j) * c->pk, 1, 0, (int64_t)j, NULL);
+#endif
         }
 #if !MHA_NO_ADDITIVE
         if (t == 0 && MHA__ADDITIVE(c)) /* A_k^(i) K [m][p_a] */
@@ -2732,6 +3046,9 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
         /* q_i [p_q] */
         mha__project(c, MHA__PROJ_Q, c->queries + (b * c->n + t) * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
     }
+#if !MHA_NO_EXTRAS
+    mha__rope(c, MHA__PART(c, MHA__QP), c->h, c->pq, MHA__QPOS(c, t), NULL); /* (mha_head: no RoPE) */
+#endif
 }
 MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
     size_t i;
@@ -2742,7 +3059,7 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
             mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa, MHA__PART(c, MHA__AQ));
 #endif
         mha__pool(mha__attend(c, b, t, i), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv, c->pv, c->pv,
-                  c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out);
+                  c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out MHA__SINK_ARG(MHA__SINK(c, i)));
     }
 }
 MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
@@ -2800,6 +3117,9 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
             row = b * c->n + t;
             for (i = 0; i < c->h; ++i) { /* 2. */
                 mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
+#if !MHA_NO_EXTRAS
+                mha__rope(c, MHA__PART(c, MHA__QP) + i * c->pq, 1, 0, (int64_t)(e - c->n + t), NULL);
+#endif
 #if !MHA_NO_ADDITIVE
                 if (MHA__ADDITIVE(c))
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
@@ -2807,7 +3127,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
 #endif
                 mha__pool(mha__attend_cache(c, b, t, i, e, slots), slots,
                           c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
-                          MHA__PART(c, MHA__CAT) + i * c->pv);
+                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(MHA__SINK(c, i)));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }
@@ -2832,6 +3152,10 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
             for (g = 0; g < c->kv; ++g) {
                 mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk,
                              cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk);
+#if !MHA_NO_EXTRAS
+                mha__rope(c, cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk, 1, 0,
+                          (int64_t)cache->length[b] + (int64_t)j, NULL);
+#endif
                 mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv,
                              cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv);
             }
@@ -2880,6 +3204,7 @@ MHADEF mha_build mha_build_info(void) {
 #endif
     b.no_libm = MHA_NO_LIBM;
     b.no_additive = MHA_NO_ADDITIVE;
+    b.no_extras = MHA_NO_EXTRAS;
     b.no_status_strings = MHA_NO_STATUS_STRINGS;
     b.no_simd = MHA_NO_SIMD;
     return b;

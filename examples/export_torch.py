@@ -100,10 +100,11 @@ def _header(name, what, z, w, digits):
     present = {k: v for k, v in w.items() if v is not None}
     lines = ["/* %s: %s exported from PyTorch by examples/export_torch.py for mha.h. */" % (name, what[0]),
              "#include \"mha.h\"", "", c_arrays(present, name + "_", digits), "", "/* %s */" % what[1]]
-    lines.append("static const mha_shape %s_shape = {%d, %d, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f};" % (
+    lines.append("static const mha_shape %s_shape = {%d, %d, %d, %d, %d, %d, %d, %d, %d, MHA_SCORE_DOT, 0, 0.0f, "
+                 "0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};" % (
         name, z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_k"], z["p_v"], z["p_o"]))
     ptr = ["%s_%s" % (name, k) if w[k] is not None else "NULL" for k in _WEIGHTS]
-    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
+    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
     return "\n".join(lines) + "\n"
 
 

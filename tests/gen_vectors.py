@@ -11,8 +11,11 @@ Two independent sources of truth:
     key_padding_mask, bool and float attn_mask, causal masks, per-head weights;
   * a float64 composition of torch ops for the rest: general sizes, GQA/MQA,
     additive scoring, valid lengths, keep/bias masks, causal offsets, fully
-    masked rows. This composition is itself checked against
-    nn.MultiheadAttention on every case that both can express.
+    masked rows, and the decoder knobs (RoPE in both pairings, written here as
+    Hugging Face Llama's / GPT-NeoX's and GPT-J's rotations are defined;
+    ALiBi with the published slopes; soft-cap; sinks). This composition is
+    itself checked against nn.MultiheadAttention on every case that both can
+    express.
 Inputs are drawn in float32 (the values the C code sees) and the references are
 computed from them in float64.
 """
@@ -95,6 +98,41 @@ def weight(out_f, in_f):
     return rand(out_f, in_f, lo=-b, hi=b)
 
 
+def rope_rotate_half(x, pos, r, theta):
+    """RoPE with half-split pairs, as Hugging Face Llama and GPT-NeoX apply it
+    (rotate_half on the first r entries, the rest passed through); x [..., rows, p],
+    pos [rows] absolute positions. Angles in float64."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, r, 2, dtype=F64) / r))
+    ang = pos.to(F64)[:, None] * inv_freq[None, :]
+    emb = torch.cat([ang, ang], dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    xr, rest = x[..., :r], x[..., r:]
+    x1, x2 = xr[..., :r // 2], xr[..., r // 2:]
+    rotated = torch.cat([-x2, x1], dim=-1)
+    return torch.cat([xr * cos + rotated * sin, rest], dim=-1)
+
+
+def rope_every_two(x, pos, r, theta):
+    """RoPE with adjacent pairs (2a, 2a+1), as GPT-J and the original LLaMA apply it."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, r, 2, dtype=F64) / r))
+    ang = pos.to(F64)[:, None] * inv_freq[None, :]
+    cos, sin = ang.cos().repeat_interleave(2, dim=-1), ang.sin().repeat_interleave(2, dim=-1)
+    xr, rest = x[..., :r], x[..., r:]
+    rotated = torch.stack([-xr[..., 1::2], xr[..., 0::2]], dim=-1).flatten(-2)
+    return torch.cat([xr * cos + rotated * sin, rest], dim=-1)
+
+
+def alibi_slopes(n):
+    """The ALiBi paper's slopes for n heads (its reference code's recipe)."""
+    def power_of_2(k):
+        start = 2.0 ** (-2.0 ** -(math.log2(k) - 3))
+        return [start * start ** i for i in range(k)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][:n - closest]
+
+
 def reference(S, w, q, k, v, mask):
     """float64 composition of torch ops. S: dict of sizes; w: dict of float32 tensors."""
     h, kv = S["heads"], S["kv_heads"] or S["heads"]
@@ -110,6 +148,13 @@ def reference(S, w, q, k, v, mask):
     Q = lin(q, w["w_q"], w.get("b_q")).view(B, n, h, S["p_q"]).permute(0, 2, 1, 3)
     K = lin(k, w["w_k"], w.get("b_k")).view(B, m, kv, S["p_k"]).permute(0, 2, 1, 3)
     V = lin(v, w["w_v"], w.get("b_v")).view(B, m, kv, S["p_v"]).permute(0, 2, 1, 3)
+    qpos = torch.arange(n) + mask.get("causal_offset", 0)  # query row t at t + causal_offset, key j at j
+    kpos = torch.arange(m)
+    if S.get("rope_dim"):
+        rot = rope_every_two if S.get("rope_pairs") == "adjacent" else rope_rotate_half
+        theta = S.get("rope_theta") or 10000.0
+        Q = rot(Q, qpos, S["rope_dim"], theta)
+        K = rot(K, kpos, S["rope_dim"], theta)
     K = K.repeat_interleave(h // kv, dim=1)
     V = V.repeat_interleave(h // kv, dim=1)
     if S["score"] == "dot":
@@ -121,6 +166,12 @@ def reference(S, w, q, k, v, mask):
         AQ = torch.einsum("bhnp,hap->bhna", Q, d(w["a_q"]))
         AK = torch.einsum("bhmp,hap->bhma", K, d(w["a_k"]))
         scores = torch.einsum("bhnma,ha->bhnm", torch.tanh(AQ[:, :, :, None, :] + AK[:, :, None, :, :]), d(w["a_v"]))
+    if S.get("softcap"):  # Gemma 2's order: the cap first, then biases and masks
+        cap = float(torch.tensor(S["softcap"], dtype=torch.float32))
+        scores = cap * torch.tanh(scores / cap)
+    if S.get("alibi"):
+        slopes = torch.tensor(alibi_slopes(h), dtype=F64)
+        scores = scores - slopes.view(1, h, 1, 1) * (qpos.view(n, 1) - kpos.view(1, m)).to(F64)
     allowed = torch.ones(B, n, m, dtype=torch.bool)
     if mask.get("valid_lens") is not None:
         vl = mask["valid_lens"]
@@ -134,7 +185,11 @@ def reference(S, w, q, k, v, mask):
     if mask.get("bias") is not None:
         scores = scores + d(mask["bias"])[:, None]
     scores = scores.masked_fill(~allowed[:, None], float("-inf"))
-    P = torch.softmax(scores, dim=-1)
+    if w.get("sinks") is not None:  # one more logit per head in the denominator, no value
+        sink = d(w["sinks"]).view(1, h, 1, 1).expand(B, h, n, 1)
+        P = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :m]
+    else:
+        P = torch.softmax(scores, dim=-1)
     P = torch.where(allowed[:, None].any(-1, keepdim=True), P, torch.zeros_like(P))  # fully masked rows: 0
     H = (P @ V).permute(0, 2, 1, 3).reshape(B, n, h * S["p_v"])
     out = lin(H, w["w_o"], w.get("b_o"))
@@ -144,16 +199,18 @@ def reference(S, w, q, k, v, mask):
 def emit(group, name, S, w, q, k, v, mask, out, attn, core=False):
     h = S["heads"]
     score = "MHA_SCORE_DOT" if S["score"] == "dot" else "MHA_SCORE_ADDITIVE"
-    shape = "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %s, %d, %s}" % (
+    shape = "{%d, %d, %d, %d, %d, %d, %d, %d, %d, %s, %d, %s, %d, %s, %s, %d, %s}" % (
         h, S["kv_heads"], S["d_q"], S["d_k"], S["d_v"], S["p_q"], S["p_k"], S["p_v"], S["p_o"], score,
-        S.get("p_a", 0), c_float(S.get("scale", 0.0)))
+        S.get("p_a", 0), c_float(S.get("scale", 0.0)), S.get("rope_dim", 0),
+        "MHA_ROPE_ADJACENT" if S.get("rope_pairs") == "adjacent" else "MHA_ROPE_HALF",
+        c_float(S.get("rope_theta", 0.0)), 1 if S.get("alibi") else 0, c_float(S.get("softcap", 0.0)))
     wf = [W.floats(w.get(key)) for key in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o", "a_q", "a_k", "a_v")]
     vl = mask.get("valid_lens")
     fields = [
         '"%s"' % group, '"%s"' % name, shape,
         str(q.shape[0]), str(q.shape[1]), str(k.shape[1]),
         W.floats(q), W.floats(k), W.floats(v),
-        "{" + ", ".join(wf) + ", NULL}",  # packed: none
+        "{" + ", ".join(wf) + ", NULL, " + W.floats(w.get("sinks")) + "}",  # packed: none
         "{%d, %d, %s, %d, %s, %s}" % (
             1 if mask.get("causal") else 0, mask.get("causal_offset", 0), W.ints(vl),
             1 if (vl is not None and vl.dim() == 2) else 0, W.bytes_(mask.get("keep")), W.floats(mask.get("bias"))),
@@ -170,6 +227,8 @@ def make_weights(S, bias=True):
     }
     if bias:
         w.update(b_q=rand(h * S["p_q"]), b_k=rand(kv * S["p_k"]), b_v=rand(kv * S["p_v"]), b_o=rand(S["p_o"]))
+    if S.get("sinks"):
+        w["sinks"] = rand(h, lo=-2.0, hi=2.0)
     if S["score"] == "additive":
         w.update(a_q=rand(h, S["p_a"], S["p_q"]) / math.sqrt(S["p_q"]),
                  a_k=rand(h, S["p_a"], S["p_k"]) / math.sqrt(S["p_k"]), a_v=rand(h, S["p_a"]))
@@ -320,7 +379,7 @@ def core_case(group, name, S, B, n, m, mask=None):
         if callable(mask.get(key)):
             mask[key] = mask[key](B, n, m)
     full = make_weights(S, bias=False)
-    w = {key: full[key] for key in ("a_q", "a_k", "a_v") if key in full}
+    w = {key: full[key] for key in ("a_q", "a_k", "a_v", "sinks") if key in full}
     eye = {"w_q": torch.eye(S["d_q"]), "w_k": torch.eye(S["d_k"]), "w_v": torch.eye(S["d_v"]),
            "w_o": torch.eye(S["p_o"])}
     q, k, v = rand(B, n, S["d_q"]), rand(B, m, S["d_k"]), rand(B, m, S["d_v"])
@@ -341,6 +400,49 @@ def core_cases():
     core_case("core", "additive_gqa", dict(add, heads=4, kv_heads=2), 2, 3, 5, mask=dict(causal=1))
 
 
+def extras_cases():
+    """The decoder knobs: RoPE (both pairings, partial, other bases, positions near
+    32768), ALiBi for 8, 12 and 32 heads, soft-cap, sinks, and all of them together."""
+    gen = dict(heads=2, d_q=5, d_k=6, d_v=7, p_q=8, p_k=8, p_v=4, p_o=9, score="dot")
+    causal = dict(causal=1)
+    for pairs in ("half", "adjacent"):
+        comp_case("rope_" + pairs, "full", dict(gen, rope_dim=8, rope_pairs=pairs), 2, 5, 5, mask=causal)
+        comp_case("rope_" + pairs, "partial_gqa", dict(gen, heads=4, kv_heads=2, p_q=10, p_k=10, rope_dim=4,
+                                                       rope_pairs=pairs), 2, 4, 6, mask=dict(causal=1, causal_offset=2))
+        comp_case("rope_" + pairs, "theta_500000_bias", dict(gen, rope_dim=6, rope_pairs=pairs, rope_theta=500000.0),
+                  1, 3, 4, mask=dict(bias=lambda B, n, m: rand(B, n, m)), weights=True)
+        comp_case("rope_" + pairs, "positions_32768", dict(gen, rope_dim=8, rope_pairs=pairs, scale=2.0), 1, 4, 3,
+                  mask=dict(causal_offset=32765))
+        comp_case("rope_" + pairs, "positions_1e6_theta_1e6", dict(gen, rope_dim=8, rope_pairs=pairs,
+                                                                   rope_theta=1e6, scale=2.0), 1, 3, 3,
+                  mask=dict(causal_offset=1000000))
+    small = dict(gen, d_q=3, d_k=3, d_v=3, p_q=2, p_k=2, p_v=2, p_o=3)
+    comp_case("alibi", "heads_8", dict(small, heads=8, alibi=1), 1, 4, 4, mask=causal, weights=True)
+    comp_case("alibi", "heads_12_gqa", dict(small, heads=12, kv_heads=4, alibi=1), 1, 3, 5,
+              mask=dict(causal=1, causal_offset=2))
+    comp_case("alibi", "heads_32", dict(small, heads=32, alibi=1), 1, 3, 3, mask=causal)
+    comp_case("alibi", "heads_6_not_causal", dict(small, heads=6, alibi=1), 2, 3, 4, weights=True)
+    comp_case("softcap", "cap_5", dict(gen, softcap=5.0, scale=3.0), 2, 3, 4, mask=dict(
+        bias=lambda B, n, m: rand(B, n, m, lo=-2, hi=2)), weights=True)
+    comp_case("softcap", "cap_0_5_causal", dict(gen, softcap=0.5), 1, 4, 4, mask=causal)
+    add = dict(heads=2, d_q=5, d_k=6, d_v=4, p_q=3, p_k=5, p_v=2, p_o=3, score="additive", p_a=4)
+    comp_case("softcap", "additive", dict(add, softcap=1.5), 1, 3, 4)
+    comp_case("sinks", "plain", dict(gen, sinks=1), 2, 3, 4, weights=True)
+    comp_case("sinks", "gqa_causal", dict(gen, heads=4, kv_heads=2, sinks=1), 1, 4, 4, mask=causal)
+    comp_case("sinks", "fully_masked_rows", dict(gen, sinks=1), 2, 3, 4, weights=True,
+              mask=dict(valid_lens=torch.tensor([0, 2])))
+    comp_case("sinks", "additive", dict(add, sinks=1), 2, 2, 3)
+    comp_case("extras_together", "rope_alibi_cap_sinks", dict(gen, heads=4, kv_heads=2, rope_dim=6, rope_pairs="adjacent",
+                                                               alibi=1, softcap=2.0, sinks=1), 2, 5, 6, weights=True,
+              mask=dict(causal=1, causal_offset=1, valid_lens=torch.tensor([6, 3]),
+                        keep=lambda B, n, m: (torch.rand(B, n, m) < 0.8).to(torch.uint8)))
+    core = dict(heads=2, d_q=1, d_k=1, d_v=1, p_q=6, p_k=6, p_v=4, p_o=1, score="dot")
+    core_case("core", "rope_half_causal", dict(core, rope_dim=6), 2, 4, 5, mask=dict(causal=1, causal_offset=1))
+    core_case("core", "rope_adjacent_gqa_alibi_sinks", dict(core, heads=4, kv_heads=2, rope_dim=4,
+                                                             rope_pairs="adjacent", alibi=1, sinks=1, softcap=3.0),
+              2, 3, 4, mask=dict(causal=1, causal_offset=1))
+
+
 def small_cases():
     """A reduced set for targets with a few KiB of RAM (AVR): tiny sizes."""
     torch_case("torch_mha_packed", "tiny", 4, 2, 1, 2, 3)
@@ -350,6 +452,8 @@ def small_cases():
     add = dict(heads=1, d_q=2, d_k=3, d_v=2, p_q=2, p_k=3, p_v=2, p_o=2, score="additive", p_a=2)
     comp_case("additive", "tiny_keep", add, 1, 2, 3, mask=dict(
         keep=lambda B, n, m: torch.tensor([[[1, 0, 1], [0, 1, 1]]], dtype=torch.uint8)))
+    comp_case("extras_together", "tiny", dict(dot, heads=2, kv_heads=1, rope_dim=2, alibi=1, softcap=2.0, sinks=1),
+              1, 2, 3, mask=dict(causal=1, causal_offset=1))
 
 
 if __name__ == "__main__":
@@ -362,4 +466,5 @@ if __name__ == "__main__":
         torch_cases()
         comp_cases()
         core_cases()
+        extras_cases()
         W.write(args[0] if args else "tests/ref_vectors.h")

@@ -142,10 +142,52 @@ static const uint8_t rv_41[6] = {
 static const float rv_42[4] = {
     0.942870677f, -0.516470492f, 0.93621856f, -0.509083927f,
 };
+static const float rv_43[12] = {
+    0.743883491f, -0.427998066f, -0.502130747f, -0.551152349f, -0.80262506f, -0.769257188f, -0.913750768f, -0.415011764f,
+    -0.0471941233f, 0.629870057f, 0.0943478346f, -0.433636904f,
+};
+static const float rv_44[4] = {
+    -0.34716177f, 0.544537067f, -0.143035412f, 0.842086792f,
+};
+static const float rv_45[4] = {
+    -1.05159628f, 0.374318838f, 0.414295554f, 0.235570908f,
+};
+static const float rv_46[2] = {
+    -0.912041783f, -0.72547102f,
+};
+static const float rv_47[6] = {
+    -0.415847778f, -0.0348833799f, -0.918792844f, 0.564489722f, 0.864261031f, 0.562712193f,
+};
+static const float rv_48[2] = {
+    -0.0363221169f, -0.461999297f,
+};
+static const float rv_49[8] = {
+    -0.858757913f, 0.0754725337f, -0.34864378f, -0.0651810169f, 0.0874531269f, 0.0718240142f, -0.361320019f, 0.553911269f,
+};
+static const float rv_50[2] = {
+    -0.300291419f, 0.00520527363f,
+};
+static const float rv_51[6] = {
+    -0.892759204f, -0.730591416f, 0.896347046f, 0.713885427f, 0.166484952f, -0.882431507f,
+};
+static const float rv_52[6] = {
+    -0.475239992f, 0.285154581f, -0.0589989424f, 0.39851892f, 0.83784914f, -0.703611493f,
+};
+static const float rv_53[9] = {
+    0.624795198f, 0.345372677f, -0.253680348f, 0.610704303f, 0.560614824f, -0.682637334f, -0.939874887f, -0.718591452f,
+    0.223301649f,
+};
+static const float rv_54[2] = {
+    -1.30569267f, -0.50235796f,
+};
+static const float rv_55[4] = {
+    -0.398783654f, -0.0158550013f, -0.417476654f, -0.227887303f,
+};
 
 static const ref_case ref_cases[] = {
-    {"torch_mha_packed", "tiny", {2, 0, 4, 4, 4, 2, 2, 2, 4, MHA_SCORE_DOT, 0, 0.0f}, 1, 2, 3, rv_9, rv_10, rv_11, {rv_1, rv_2, rv_3, rv_4, rv_5, rv_6, rv_7, rv_8, NULL, NULL, NULL, NULL}, {0, 0, NULL, 0, NULL, NULL}, rv_12, NULL},
-    {"gqa", "tiny_causal_valid_lens", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f}, 2, 2, 3, rv_21, rv_22, rv_23, {rv_13, rv_14, rv_15, rv_16, rv_17, rv_18, rv_19, rv_20, NULL, NULL, NULL, NULL}, {1, 1, rv_24, 0, NULL, NULL}, rv_25, rv_26},
-    {"additive", "tiny_keep", {1, 0, 2, 3, 2, 2, 3, 2, 2, MHA_SCORE_ADDITIVE, 2, 0.0f}, 1, 2, 3, rv_38, rv_39, rv_40, {rv_27, rv_28, rv_29, rv_30, rv_31, rv_32, rv_33, rv_34, rv_35, rv_36, rv_37, NULL}, {0, 0, NULL, 0, rv_41, NULL}, rv_42, NULL}
+    {"torch_mha_packed", "tiny", {2, 0, 4, 4, 4, 2, 2, 2, 4, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 1, 2, 3, rv_9, rv_10, rv_11, {rv_1, rv_2, rv_3, rv_4, rv_5, rv_6, rv_7, rv_8, NULL, NULL, NULL, NULL, NULL}, {0, 0, NULL, 0, NULL, NULL}, rv_12, NULL},
+    {"gqa", "tiny_causal_valid_lens", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 2, 2, 3, rv_21, rv_22, rv_23, {rv_13, rv_14, rv_15, rv_16, rv_17, rv_18, rv_19, rv_20, NULL, NULL, NULL, NULL, NULL}, {1, 1, rv_24, 0, NULL, NULL}, rv_25, rv_26},
+    {"additive", "tiny_keep", {1, 0, 2, 3, 2, 2, 3, 2, 2, MHA_SCORE_ADDITIVE, 2, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 1, 2, 3, rv_38, rv_39, rv_40, {rv_27, rv_28, rv_29, rv_30, rv_31, rv_32, rv_33, rv_34, rv_35, rv_36, rv_37, NULL, NULL}, {0, 0, NULL, 0, rv_41, NULL}, rv_42, NULL},
+    {"extras_together", "tiny", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f, 2, MHA_ROPE_HALF, 0.0f, 1, 2.0f}, 1, 2, 3, rv_51, rv_52, rv_53, {rv_43, rv_44, rv_45, rv_46, rv_47, rv_48, rv_49, rv_50, NULL, NULL, NULL, NULL, rv_54}, {1, 1, NULL, 0, NULL, NULL}, rv_55, NULL}
 };
 #define REF_CASE_COUNT ((int)(sizeof ref_cases / sizeof ref_cases[0]))
