@@ -47,6 +47,11 @@ stage "clang MHA_NO_LIBM=1 -m32" strict_cc clang -DMHA_NO_LIBM=1 -m32
 stage "gcc MHA_NO_ADDITIVE=1 (suite: additive refused)" sh -c \
     "gcc $STRICT -DMHA_NO_ADDITIVE=1 -c tests/test_impl.c -o $B/noadd.o &&
      gcc -O2 -std=c99 -DMHA_NO_ADDITIVE=1 -Itests $SUITE -o $B/suite_noadd -lm && $B/suite_noadd > /dev/null"
+stage "gcc MHA_NO_EXTRAS=1 (suite and hostile: RoPE, ALiBi, soft-cap, sinks refused)" sh -c \
+    "gcc $STRICT -DMHA_NO_EXTRAS=1 -c tests/test_impl.c -o $B/noext.o &&
+     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests $SUITE -o $B/suite_noext -lm && $B/suite_noext > /dev/null &&
+     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -DMHA_FAST=1 -Itests $SUITE -o $B/fsuite_noext -lm && $B/fsuite_noext > /dev/null &&
+     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests $HOSTILE -o $B/hostile_noext -lm && $B/hostile_noext > /dev/null"
 stage "freestanding, no libm: no undefined symbol but memcpy/memset" sh -c \
     "gcc $STRICT -O2 -ffreestanding -DMHA_NO_LIBM=1 -c tests/test_impl.c -o $B/free.o &&
      ! nm -u $B/free.o | grep -vE ' (memcpy|memset)\$'"

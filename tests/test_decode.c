@@ -145,8 +145,9 @@ static void test_decode_equals_forward(void) {
             seq sq[3];
             int32_t batch = 1 + (int32_t)(tu_next() % 3), steps = 1 + (int32_t)(tu_next() % 40), b, at;
             int32_t lens[3], cap = 0;
-            int ok = 1;
+            int ok = 1, on = problem % 2 ? tu_extras(&s) : 0; /* RoPE, ALiBi, soft-cap, sinks: half of them */
             tu_problem_make(&p, &s, 1, 1, 1, problem % 2);
+            tu_sinks(&p, on);
             for (b = 0; b < batch; ++b) {
                 int32_t prefix = (int32_t)(tu_next() % 30);
                 seq_make(&sq[b], &s, &p.w, prefix + steps, 0);
@@ -207,8 +208,9 @@ static void test_ring_equals_window(void) {
         mha_cache c;
         seq sq;
         int32_t len = 0, at, chunk = 1 + wi % 3, cap;
-        int ok = 1;
+        int ok = 1, on = tu_extras(&s);
         tu_problem_make(&p, &s, 1, 1, 1, 1);
+        tu_sinks(&p, on);
         memset(&c, 0, sizeof c);
         c.window = windows[wi] ? windows[wi] : 9;
         cap = c.window + chunk - 1 + (wi == 3 ? 0 : 2); /* wi 3: window = capacity - chunk + 1, the tightest */
@@ -241,8 +243,10 @@ static void test_cross_attention(void) {
         size_t bytes, po = (size_t)s.p_o, dk = (size_t)s.d_k, dv = (size_t)s.d_v;
         float *out, *k2, *v2;
         void *ws;
-        int ok = 1;
+        int ok = 1, on = tu_extras(&s) | 8; /* soft-cap and sinks: a cross-attention query has no position */
+        s.rope_dim = s.alibi = 0;
         tu_problem_make(&p, &s, batch, n, m, 1);
+        tu_sinks(&p, on);
         memset(&c, 0, sizeof c);
         c.capacity = m + problem % 2;
         c.k = tu_floats(mha_cache_bytes(&s, batch, c.capacity) / sizeof(float), 0.0f);
@@ -282,7 +286,37 @@ static void test_cross_attention(void) {
         free(c.k);
         tu_problem_free(&p);
     }
-    CHECK(all, "cross-attention decode equals mha_forward against the encoder's keys and values (10 problems)");
+    CHECK(all, "cross-attention decode equals mha_forward against the encoder's keys and values (10 problems, with "
+               "soft-cap and sinks)");
+    { /* RoPE and ALiBi need the query's position, which a cross-attention query does not have */
+        mha_shape s = random_shape(0);
+        tu_problem p;
+        mha_cache c;
+        int32_t len = 1;
+        size_t bytes;
+        void *ws;
+        mha_status st[2];
+        int k;
+        s.p_q = s.p_k = 4;
+        tu_problem_make(&p, &s, 1, 1, 1, 1);
+        memset(&c, 0, sizeof c);
+        c.capacity = 2;
+        c.k = tu_floats(mha_cache_bytes(&s, 1, 2) / sizeof(float), 0.0f);
+        c.v = c.k + (size_t)s.kv_heads * 2 * 4;
+        c.length = &len;
+        for (k = 0; k < 2; ++k) {
+            s.rope_dim = k ? 0 : 2;
+            s.alibi = k;
+            bytes = mha_decode_workspace_size(&s, 1, 1, 2);
+            ws = malloc(bytes);
+            st[k] = mha_decode(&s, &p.w, &c, 1, 1, p.q, NULL, NULL, p.out, ws, bytes);
+            free(ws);
+        }
+        CHECK(st[0] == MHA_ERR_SHAPE && st[1] == MHA_ERR_SHAPE && len == 1,
+              "cross-attention decode with RoPE or ALiBi: MHA_ERR_SHAPE, nothing written");
+        free(c.k);
+        tu_problem_free(&p);
+    }
 }
 
 /* y[r][o] = W[o] . x[r] + b[o] in double, rows r < rows, W [out][in]. */
@@ -310,8 +344,9 @@ static void test_attend(void) {
         float *v = tu_floats(rk * kv * (size_t)s.p_v, 0.0f), *heads = tu_floats(rq * hpv, 0.0f);
         float *out = tu_floats(rq * (size_t)s.p_o, 0.0f), *attn = tu_floats(na, 0.0f);
         void *ws;
-        int ok = 1;
+        int ok = 1, on = problem % 2 ? 0 : tu_extras(&s);
         tu_problem_make(&p, &s, batch, n, m, 1);
+        tu_sinks(&p, on);
         ok &= tu_forward(&p, &mask, p.attn) == MHA_OK;
         project(p.q, rq, (size_t)s.d_q, p.w.w_q, p.w.b_q, h * (size_t)s.p_q, q);
         project(p.k, rk, (size_t)s.d_k, p.w.w_k, p.w.b_k, kv * (size_t)s.p_k, k);
@@ -374,7 +409,14 @@ static void test_long(void) {
         s.p_q = s.p_k = variant < 4 ? 8 : 64;
         s.p_v = variant < 4 ? 5 + variant : variant == 4 ? 64 : 80; /* 64, 80: the four-vector kernels */
         s.p_o = 7;
+        if (variant == 1 || variant == 4) { /* every decoder knob at once, over the split-KV chunks */
+            s.rope_dim = variant == 1 ? 8 : 32;
+            s.rope_pairs = variant == 4;
+            s.alibi = 1;
+            s.softcap = 4.0f;
+        }
         tu_problem_make(&p, &s, 1, 1, 1, 1);
+        tu_sinks(&p, s.alibi ? 8 : 0);
         if (variant >= 2) { /* packed weights (a no-op under MHA_FAST 0) */
             pbytes = mha_packed_weights_size(&s);
             packed = malloc(pbytes ? pbytes : 1);

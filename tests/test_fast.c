@@ -48,7 +48,7 @@ static void interleaved(void *user, mha_task task, void *arg, int32_t count) {
 #endif
 
 typedef struct stats {
-    int problems, with_attn, masked, gqa, additive, batched, checked_ok;
+    int problems, with_attn, masked, gqa, additive, batched, extras, checked_ok;
     float worst; /* error / allowed, worst seen */
 } stats;
 
@@ -58,6 +58,7 @@ static int one_problem(stats *st, int index) {
     tu_problem p;
     mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
     int32_t kvh, i, *lens = NULL, kinds;
+    int extras;
     size_t n_out, n_attn, ref_bytes, j;
     float *ref_out, *ref_attn, *fast_out, *fast_attn, err, allow, ea;
     uint8_t *keep = NULL;
@@ -85,8 +86,11 @@ static int one_problem(stats *st, int index) {
         ++st->additive;
     }
     if (tu_next() % 4 == 0) s.scale = tu_uniform(0.05f, 2.0f);
+    extras = index % 2 ? tu_extras(&s) : 0; /* RoPE, ALiBi, soft-cap, sinks on half of the problems */
     tu_problem_make(&p, &s, 1 + (int32_t)(tu_next() % 3), pick_size(127), tu_next() % 16 == 0 ? 0 : pick_size(127),
                     (int)(tu_next() % 4 != 0));
+    tu_sinks(&p, extras);
+    if (extras) ++st->extras;
     if (p.batch > 1) ++st->batched;
     if (kvh != s.heads) ++st->gqa;
     kinds = (int32_t)(tu_next() % 16); /* bit 0 lengths, 1 causal, 2 keep, 3 bias */
@@ -135,10 +139,10 @@ static int one_problem(stats *st, int index) {
     ok = a == MHA_OK && b == MHA_OK && err <= allow && ea <= TOL * 2.0f;
     CHECK(ok, "random problem %d agrees with the reference", index);
     if (!ok)
-        printf("problem %d: h %d kv %d d %d/%d/%d p %d/%d/%d/%d pa %d batch %d n %d m %d masks %d attn %d: "
+        printf("problem %d: h %d kv %d d %d/%d/%d p %d/%d/%d/%d pa %d batch %d n %d m %d masks %d attn %d extras %d: "
                "status %d/%d, out error %g (allowed %g), attn error %g\n",
                index, s.heads, s.kv_heads, s.d_q, s.d_k, s.d_v, s.p_q, s.p_k, s.p_v, s.p_o, s.p_a, p.batch, p.n, p.m,
-               kinds, want_attn, (int)a, (int)b, (double)err, (double)allow, (double)ea);
+               kinds, want_attn, extras, (int)a, (int)b, (double)err, (double)allow, (double)ea);
     if (err / allow > st->worst) st->worst = err / allow;
     ++st->problems;
     free(ref_out); free(fast_out); free(ref_attn); free(fast_attn); free(ref_ws);
@@ -153,9 +157,10 @@ static void test_random_problems(int count) {
     memset(&st, 0, sizeof st);
     tu_seed(20261202u);
     for (i = 0; i < count; ++i) ok += one_problem(&st, i);
-    printf("%s: %d of %d random problems agree (%d masked, %d GQA, %d additive, %d batch > 1, %d with attn): "
-           "worst error %.3g of the tolerance\n",
-           MHA__SIMD_NAME, ok, st.problems, st.masked, st.gqa, st.additive, st.batched, st.with_attn, (double)st.worst);
+    printf("%s: %d of %d random problems agree (%d masked, %d GQA, %d additive, %d batch > 1, %d with attn, "
+           "%d with RoPE/ALiBi/soft-cap/sinks): worst error %.3g of the tolerance\n",
+           MHA__SIMD_NAME, ok, st.problems, st.masked, st.gqa, st.additive, st.batched, st.with_attn, st.extras,
+           (double)st.worst);
 }
 
 /* Both paths on one problem with hand-set values; 1 if out (and attn) agree

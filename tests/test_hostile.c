@@ -291,6 +291,87 @@ static void test_sizes(void) {
     tu_problem_free(&p);
 }
 
+/* ---- the decoder knobs: bad values are MHA_ERR_SHAPE, and nothing is written --------- */
+
+static void test_knobs(void) {
+    mha_shape base = shape_rand(0), s;
+    tu_problem p;
+    const float nan = NAN, inf = INFINITY;
+    float sinks[16];
+    int k, ok = 1, ok_ws = 1, nothing = 1;
+    size_t n_out;
+    base.p_q = base.p_k = 6;
+    tu_problem_make(&p, &base, 2, 3, 4, 1);
+    n_out = (size_t)2 * 3 * (size_t)base.p_o;
+    for (k = 0; k < 12; ++k) {
+        s = base;
+        switch (k) {
+        case 0: s.rope_dim = -2; break;                    /* negative */
+        case 1: s.rope_dim = 3; break;                     /* odd */
+        case 2: s.rope_dim = 8; break;                     /* > p_q = p_k */
+        case 3: s.rope_dim = 2; s.rope_pairs = 2; break;   /* no such pairing */
+        case 4: s.rope_dim = 2; s.rope_pairs = -1; break;
+        case 5: s.rope_dim = 2; s.rope_theta = -10000.0f; break; /* theta <= 0 (0 means 10000) */
+        case 6: s.rope_dim = 2; s.rope_theta = nan; break;
+        case 7: s.rope_dim = 2; s.rope_theta = inf; break;
+        case 8: s.softcap = -1.0f; break;
+        case 9: s.softcap = nan; break;
+        case 10: s.softcap = inf; break;
+        default: s.rope_dim = INT32_MIN; break;
+        }
+        memset(p.out, 0x5a, n_out * sizeof(float));
+        ok &= mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE;
+        ok &= mha_forward_reference(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) ==
+              MHA_ERR_SHAPE;
+        ok_ws &= mha_workspace_size(&s, 2, 3, 4) == 0 && mha_decode_workspace_size(&s, 2, 1, 4) == 0;
+        for (n_out = 0; n_out < (size_t)2 * 3 * (size_t)base.p_o; ++n_out) {
+            uint32_t u;
+            memcpy(&u, p.out + n_out, 4);
+            nothing &= u == 0x5a5a5a5au;
+        }
+    }
+    CHECK(ok, "RoPE dimension negative, odd, > p_k; pairing 2, -1; theta < 0, NaN, inf; soft-cap < 0, NaN, inf: "
+              "MHA_ERR_SHAPE on both paths");
+    CHECK(ok_ws, "the same shapes: workspace sizes 0");
+    CHECK(nothing, "the same shapes: out untouched");
+    if (mha_build_info().no_extras) { /* compiled out: every knob is refused */
+        for (k = 0; k < 4; ++k) {
+            s = base;
+            if (k == 0) s.rope_dim = 2;
+            if (k == 1) s.alibi = 1;
+            if (k == 2) s.softcap = 1.0f;
+            p.w.sinks = k == 3 ? p.q : NULL;
+            CHECK(mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+                  "MHA_NO_EXTRAS: knob %d refused", k);
+        }
+        p.w.sinks = NULL;
+        tu_problem_free(&p);
+        return;
+    }
+    s = base;
+    s.rope_dim = 6;
+    s.rope_theta = 1.0f; /* every frequency 1: a legal, if odd, base */
+    CHECK(mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, mha_workspace_size(&s, 2, 3, 4)) ==
+                  (mha_workspace_size(&s, 2, 3, 4) <= p.ws_bytes ? MHA_OK : MHA_ERR_WORKSPACE) &&
+              tu_all_finite(p.out, (size_t)2 * 3 * (size_t)base.p_o),
+          "RoPE with theta 1 and rope_dim = p_k: finite");
+    s = base;
+    s.alibi = 1;
+    CHECK(mha_head(&s, &p.w, 0, p.q, p.k, p.v, 4, 4, p.out, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "mha_head with ALiBi (its query has no position): MHA_ERR_SHAPE");
+    s = base;
+    s.rope_dim = 2;
+    CHECK(mha_head(&s, &p.w, 0, p.q, p.k, p.v, 4, 4, p.out, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "mha_head with RoPE: MHA_ERR_SHAPE");
+    for (k = 0; k < 16; ++k) sinks[k] = k % 3 ? -INFINITY : (k % 2 ? NAN : INFINITY);
+    p.w.sinks = sinks;
+    s = base;
+    ok = mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_OK;
+    CHECK(ok, "sinks of +inf, NaN and -inf: MHA_OK (+inf: a zero head output; NaN: NaN; -inf: no sink)");
+    p.w.sinks = NULL;
+    tu_problem_free(&p);
+}
+
 /* ---- masks ---------------------------------------------------------------------- */
 
 static void test_masks(void) {
@@ -583,6 +664,7 @@ int main(void) {
     test_canary();
     test_nulls();
     test_sizes();
+    test_knobs();
     test_masks();
     test_numbers();
     test_decode_statuses();

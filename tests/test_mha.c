@@ -14,6 +14,13 @@
 
 #define TOL 1e-5f /* max |y - y_ref| <= TOL * (1 + max |y_ref|) */
 
+/* A case that uses RoPE, ALiBi, the soft-cap or sinks, which a build with
+   MHA_NO_EXTRAS refuses (MHA_ERR_SHAPE). */
+static int refused_knobs(const ref_case *rc) {
+    return mha_build_info().no_extras &&
+           (rc->shape.rope_dim || rc->shape.alibi || rc->shape.softcap != 0.0f || rc->w.sinks);
+}
+
 typedef struct group_stat {
     const char *group;
     float worst; /* worst error relative to the case's allowance 1 + max|ref| */
@@ -42,6 +49,11 @@ static void test_reference_vectors(void) {
             continue;
         }
 #endif
+        if (refused_knobs(rc)) {
+            CHECK(st == MHA_ERR_SHAPE, "%s/%s: MHA_NO_EXTRAS gives status %d", rc->group, rc->name, (int)st);
+            free(out); free(attn); free(ws);
+            continue;
+        }
         CHECK(st == MHA_OK, "%s/%s: status %d", rc->group, rc->name, (int)st);
         CHECK(err <= TOL * allow, "%s/%s: out error %g > %g", rc->group, rc->name, (double)err,
               (double)(TOL * allow));
@@ -95,6 +107,11 @@ static void test_core_vectors(void) {
             continue;
         }
 #endif
+        if (refused_knobs(rc)) {
+            CHECK(st == MHA_ERR_SHAPE, "core/%s: MHA_NO_EXTRAS gives status %d", rc->name, (int)st);
+            free(out); free(attn); free(ws);
+            continue;
+        }
         CHECK(st == MHA_OK && err <= TOL * allow && ea <= TOL * 2.0f, "core/%s: status %d, error %g, attn %g",
               rc->name, (int)st, (double)err, (double)ea);
         if (err / allow > worst) worst = err / allow;
@@ -160,7 +177,7 @@ static void test_composition(void) {
         int32_t b, t, i;
         int ok = 1;
         if (rc->mask.causal || rc->mask.keep || rc->mask.bias || rc->mask.valid_lens_per_query || s->heads > 64 ||
-            s->rope_dim || s->alibi) /* mha_head's query has no position */
+            s->rope_dim || s->alibi || refused_knobs(rc)) /* mha_head's query has no position */
             continue;
 #if defined(MHA_NO_ADDITIVE) && MHA_NO_ADDITIVE
         if (s->score == MHA_SCORE_ADDITIVE) continue;
@@ -705,6 +722,117 @@ static void test_entry_points(void) {
     tu_problem_free(&p);
 }
 
+
+/* ---- the decoder knobs' properties ------------------------------------------ */
+
+/* The two RoPE pairings are one rotation with the entries of each head
+   permuted: a model with adjacent pairs, its W_q and W_k rows (and biases)
+   reordered so that entries 2a, 2a+1 become a, a + r/2, gives the same
+   output with half-split pairs. */
+static void test_rope_pairings(void) {
+    static const int32_t dims[3] = {2, 6, 8};
+    int d, ok = 1;
+    float worst = 0.0f;
+    for (d = 0; d < 3; ++d) {
+        mha_shape s = {0};
+        tu_problem p;
+        mha_weights w2;
+        mha_mask mask = {1, 1, NULL, 0, NULL, NULL};
+        float *wq, *wk, *bq, *bk, *out1, *out2;
+        size_t n_out, hq, hk, a, e, r = (size_t)dims[d];
+        int32_t dq, dk;
+        s.heads = 4; s.kv_heads = 2; s.d_q = 7; s.d_k = 5; s.d_v = 6; s.p_q = s.p_k = 8; s.p_v = 3; s.p_o = 5;
+        s.rope_dim = dims[d];
+        s.rope_pairs = MHA_ROPE_ADJACENT;
+        s.rope_theta = d == 1 ? 500000.0f : 0.0f;
+        tu_problem_make(&p, &s, 2, 5, 6, 1);
+        n_out = (size_t)2 * 5 * (size_t)s.p_o;
+        out1 = tu_floats(n_out, 0.0f);
+        out2 = tu_floats(n_out, 0.0f);
+        ok &= tu_forward(&p, &mask, NULL) == MHA_OK;
+        memcpy(out1, p.out, n_out * sizeof(float));
+        dq = s.d_q; dk = s.d_k;
+        wq = tu_floats((size_t)s.heads * 8 * (size_t)dq, 0.0f);
+        wk = tu_floats((size_t)s.kv_heads * 8 * (size_t)dk, 0.0f);
+        bq = tu_floats((size_t)s.heads * 8, 0.0f);
+        bk = tu_floats((size_t)s.kv_heads * 8, 0.0f);
+        for (hq = 0; hq < (size_t)s.heads; ++hq) /* new row e of a head takes old row (e < r ? pair's : e) */
+            for (e = 0; e < 8; ++e) {
+                a = e < r ? (e < r / 2 ? 2 * e : 2 * (e - r / 2) + 1) : e;
+                memcpy(wq + (hq * 8 + e) * (size_t)dq, p.w.w_q + (hq * 8 + a) * (size_t)dq, (size_t)dq * sizeof(float));
+                bq[hq * 8 + e] = p.w.b_q[hq * 8 + a];
+                if (hq < (size_t)s.kv_heads) {
+                    hk = hq;
+                    memcpy(wk + (hk * 8 + e) * (size_t)dk, p.w.w_k + (hk * 8 + a) * (size_t)dk, (size_t)dk * sizeof(float));
+                    bk[hk * 8 + e] = p.w.b_k[hk * 8 + a];
+                }
+            }
+        w2 = p.w;
+        w2.w_q = wq; w2.b_q = bq; w2.w_k = wk; w2.b_k = bk;
+        s.rope_pairs = MHA_ROPE_HALF;
+        ok &= mha_forward(&s, &w2, 2, 5, 6, p.q, p.k, p.v, &mask, out2, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        if (tu_max_diff(out1, out2, n_out) / (1.0f + tu_max_abs(out1, n_out)) > worst)
+            worst = tu_max_diff(out1, out2, n_out) / (1.0f + tu_max_abs(out1, n_out));
+        free(wq); free(wk); free(bq); free(bk); free(out1); free(out2);
+        tu_problem_free(&p);
+    }
+    ok &= worst <= TOL;
+    printf("RoPE: adjacent pairs = half-split pairs on permuted W_q, W_k rows: worst %.3g of the tolerance\n",
+           (double)(worst / TOL));
+    CHECK(ok, "RoPE: adjacent pairs equal half-split pairs on W_q, W_k rows permuted (rope_dim 2, 6, 8 of 8; "
+              "worst %.3g of the tolerance)", (double)(worst / TOL));
+}
+
+/* ALiBi's slopes, read back from the attention weights: with q = 0 every
+   score is -slope (P_q - P_k); a query at position D sees keys 0 and D
+   (keep), so slope = ln(w_D / w_0) / D. Against the published formula,
+   transcribed here in double: 2^(-8/p) to the powers 1..p for the largest
+   power of two p <= h, then every other slope of the 2p-head series. */
+static double alibi_formula(int32_t h, int32_t i) {
+    int32_t p = 1;
+    double start;
+    while (p * 2 <= h) p *= 2;
+    if (i >= p) return alibi_formula(2 * p, 2 * (i - p));
+    start = pow(2.0, -pow(2.0, -(log2((double)p) - 3.0)));
+    return pow(start, (double)(i + 1));
+}
+static void test_alibi_slopes(void) {
+    static const int32_t counts[4] = {8, 12, 32, 6};
+    const int32_t D = 64, m = D + 1;
+    int c;
+    for (c = 0; c < 4; ++c) {
+        int32_t h = counts[c], i, j;
+        mha_shape s = {0};
+        mha_weights w = {0};
+        mha_mask mask = {0, D, NULL, 0, NULL, NULL};
+        uint8_t keep[65];
+        float *q = tu_floats((size_t)h, 0.0f), *k = tu_floats((size_t)h * (size_t)m, 1.0f);
+        float *v = tu_floats((size_t)h * (size_t)m, 1.0f), *ho = tu_floats((size_t)h, 0.0f);
+        float *attn = tu_floats((size_t)h * (size_t)m, 0.0f);
+        double worst = 0.0;
+        size_t bytes;
+        void *ws;
+        int ok;
+        for (i = 0; i < h; ++i) q[i] = 0.0f;
+        for (j = 0; j < m; ++j) keep[j] = j == 0 || j == D;
+        mask.keep = keep;
+        s.heads = h; s.d_q = s.d_k = s.d_v = s.p_o = 1; s.p_q = s.p_k = s.p_v = 1;
+        s.alibi = 1;
+        bytes = mha_attend_workspace_size(&s, 1, 1, m);
+        ws = malloc(bytes);
+        ok = mha_attend(&s, &w, 1, 1, m, q, k, v, &mask, ho, attn, ws, bytes) == MHA_OK;
+        for (i = 0; i < h && ok; ++i) {
+            double got = log((double)attn[(size_t)i * (size_t)m + (size_t)D] / (double)attn[(size_t)i * (size_t)m]) / D;
+            double want = alibi_formula(h, i), rel = fabs(got - want) / want;
+            if (rel > worst) worst = rel;
+        }
+        printf("ALiBi slopes of %d heads read back from the weights: worst relative error %.3g\n", (int)h, worst);
+        CHECK(ok && worst <= 1e-5, "ALiBi slopes of %d heads against the published formula: worst relative error %.3g",
+              (int)h, worst);
+        free(q); free(k); free(v); free(ho); free(attn); free(ws);
+    }
+}
+
 int main(void) {
     test_reference_vectors();
     test_core_vectors();
@@ -723,5 +851,9 @@ int main(void) {
     test_statuses();
     test_numbers();
     test_entry_points();
+    if (!mha_build_info().no_extras) {
+        test_rope_pairings();
+        test_alibi_slopes();
+    }
     return tu_summary();
 }

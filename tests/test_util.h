@@ -61,7 +61,7 @@ typedef struct tu_problem {
     mha_weights w;
     int32_t batch, n, m;
     float *q, *k, *v, *out, *attn;
-    float *owned[16];
+    float *owned[20];
     int n_owned;
     void *ws;
     size_t ws_bytes;
@@ -103,6 +103,28 @@ TU_UNUSED static void tu_problem_make(tu_problem *p, const mha_shape *s, int32_t
     p->attn = tu_own(p, tu_floats((size_t)batch * (size_t)s->heads * (size_t)n * (size_t)m, 0.0f));
     p->ws_bytes = mha_workspace_size(s, batch, n, m);
     p->ws = malloc(p->ws_bytes ? p->ws_bytes : 1);
+}
+
+/* A random mix of the decoder knobs on shape s (its sizes set): bit 0 RoPE
+   (random dimension, pairing and base), 1 ALiBi, 2 soft-cap, 3 sinks (the
+   caller adds them to the weights: tu_sinks). Returns the bits turned on. */
+TU_UNUSED static int tu_extras(mha_shape *s) {
+    int32_t lim = s->p_q < s->p_k ? s->p_q : s->p_k;
+    int on = (int)(tu_next() % 16u);
+    if ((on & 1) && lim >= 2) {
+        s->rope_dim = 2 * (1 + (int32_t)(tu_next() % (uint32_t)(lim / 2)));
+        s->rope_pairs = (int32_t)(tu_next() % 2u);
+        s->rope_theta = tu_next() % 2u ? 0.0f : tu_uniform(2.0f, 1e6f);
+    } else {
+        on &= ~1;
+    }
+    if (on & 2) s->alibi = 1;
+    if (on & 4) s->softcap = tu_uniform(0.3f, 20.0f);
+    return on;
+}
+/* Random sinks in p's weights when bit 3 of on is set. */
+TU_UNUSED static void tu_sinks(tu_problem *p, int on) {
+    if (on & 8) p->w.sinks = tu_own(p, tu_floats((size_t)p->s.heads, 3.0f));
 }
 
 TU_UNUSED static void tu_problem_free(tu_problem *p) {
