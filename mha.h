@@ -975,8 +975,8 @@ MHA__PRIVATE double mha__log_d(double x) {
     return e * MHA__LN2_HI + (e * MHA__LN2_LO + 2.0 * s * p);
 }
 
-/* cs[0] = cos x, cs[1] = sin x, rounded to float, for |x| < 2^32. */
-MHA__PRIVATE void mha__sincos(double x, float *cs) {
+/* *co = cos x, *si = sin x for |x| < 2^32. */
+MHA__PRIVATE void mha__sincos_d(double x, double *co, double *si) {
     double t = x * 0.63661977236758134, k = (double)(int64_t)(t < 0.0 ? t - 0.5 : t + 0.5), r, z, s = 1.0, c = 1.0;
     int i;
     unsigned q = (unsigned)((int64_t)k & 3);
@@ -987,8 +987,8 @@ MHA__PRIVATE void mha__sincos(double x, float *cs) {
         c = 1.0 - z * c / (double)((2 * i - 1) * (2 * i));
     }
     s *= r;
-    cs[0] = (float)(q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s);
-    cs[1] = (float)(q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c);
+    *co = q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+    *si = q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
 }
 
 /* RoPE on count vectors x, x + stride, ...: pair a of each rotated by the
@@ -997,7 +997,7 @@ MHA__PRIVATE void mha__sincos(double x, float *cs) {
 MHA__PRIVATE void mha__rope(const mha__ctx *c, float *x, size_t count, size_t stride, int64_t pos,
                             const float *table) {
     const size_t r = (size_t)c->rope, half = r / 2;
-    double lt = table || !r ? 0.0 : mha__log_d((double)c->theta);
+    double lt = table || !r ? 0.0 : mha__log_d((double)c->theta), co, si;
     float cs[2], x0, x1, *y;
     size_t a, k, i0, i1;
     for (a = 0; a < half; ++a) {
@@ -1005,7 +1005,9 @@ MHA__PRIVATE void mha__rope(const mha__ctx *c, float *x, size_t count, size_t st
             cs[0] = table[2 * a];
             cs[1] = table[2 * a + 1];
         } else {
-            mha__sincos((double)pos * mha__exp_d(-(double)(2 * a) / (double)r * lt), cs);
+            mha__sincos_d((double)pos * mha__exp_d(-(double)(2 * a) / (double)r * lt), &co, &si);
+            cs[0] = (float)co;
+            cs[1] = (float)si;
         }
         i0 = c->rope_adj ? 2 * a : a;
         i1 = c->rope_adj ? 2 * a + 1 : a + half;
@@ -1894,18 +1896,35 @@ MHA__PRIVATE mha__fast *mha__fast_state(const mha__ctx *c) {
 
 #if !MHA_NO_EXTRAS
 /* Task `block` of the first pass's step 1 with RoPE: rows block KVB ..
-   of the angles' table rcs (keys at 0 .. m-1, then the query rows). */
+   of the angles' table rcs (keys at 0 .. m-1, then the query rows). The
+   positions of a run of rows follow one another, so the angle of its first
+   row is computed as mha__rope computes it and each next one by one
+   rotation by the frequency, in double (at most KVB - 1 steps: the error
+   stays near 2^-46, far below a float's rounding). */
 MHA__PRIVATE void mha__fast_angles(void *arg, int32_t block) {
     const mha__fast *f = (const mha__fast *)arg;
     const mha__ctx *c = f->c;
     const size_t r = (size_t)c->rope, j0 = (size_t)block * MHA__KVB, all = c->m + c->n;
     const size_t end = all - j0 < MHA__KVB ? all : j0 + MHA__KVB;
-    double lt = mha__log_d((double)c->theta), freq;
+    double lt = mha__log_d((double)c->theta), freq, co = 1.0, si = 0.0, c1, s1, t;
+    float cs[2];
     size_t a, j;
     for (a = 0; a < r / 2; ++a) {
         freq = mha__exp_d(-(double)(2 * a) / (double)r * lt);
-        for (j = j0; j < end; ++j)
-            mha__sincos((double)(j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m)) * freq, f->rcs + j * r + 2 * a);
+        mha__sincos_d(freq, &c1, &s1);
+        for (j = j0; j < end; ++j) {
+            if (j == j0 || j == c->m) { /* a run starts: keys at 0.., queries at their offset */
+                mha__sincos_d((double)(j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m)) * freq, &co, &si);
+            } else {
+                t = co * c1 - si * s1;
+                si = si * c1 + co * s1;
+                co = t;
+            }
+            cs[0] = (float)co;
+            cs[1] = (float)si;
+            f->rcs[j * r + 2 * a] = cs[0];
+            f->rcs[j * r + 2 * a + 1] = cs[1];
+        }
     }
 }
 #endif
@@ -2046,23 +2065,27 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
 }
 
 #if !MHA_NO_EXTRAS
-/* x[j] for j < len: times scale, soft-capped (the vector tanh, a whole
-   vector at a time), then less slope (d0 - j) (ALiBi, d0 the query's
-   position less x[0]'s key's). */
+/* x[j] for j < len: times scale, soft-capped (the vector tanh), then less
+   slope (d0 - j) (ALiBi, d0 the query's position less x[0]'s key's; the
+   distances are exact below 2^24, as the reference's), a vector at a time
+   (the last one through a copy). */
 MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, float scale, float slope, int64_t d0) {
-    float buf[MHA__VL];
+    float buf[MHA__VL], iota[MHA__VL];
+    const mha__v cap = mha__vset(c->cap), vs = mha__vset(scale), vl = mha__vset(slope);
     size_t j, l;
+    for (l = 0; l < MHA__VL; ++l) iota[l] = (float)l;
     for (j = 0; j < len; j += MHA__VL) {
         float *y = len - j < MHA__VL ? buf : x + j;
+        mha__v v;
         if (y == buf)
             for (l = 0; l < MHA__VL; ++l) buf[l] = j + l < len ? x[j + l] : 0.0f;
-        mha__vstore(y, mha__vmul(mha__vload(y), mha__vset(scale)));
-        if (c->cap != 0.0f)
-            mha__vstore(y, mha__vmul(mha__vset(c->cap), mha__vtanh(mha__vdiv(mha__vload(y), mha__vset(c->cap)))));
+        v = mha__vmul(mha__vload(y), vs);
+        if (c->cap != 0.0f) v = mha__vmul(cap, mha__vtanh(mha__vdiv(v, cap)));
+        if (c->alibi) v = mha__vsub(v, mha__vmul(vl, mha__vsub(mha__vset((float)(d0 - (int64_t)j)), mha__vload(iota))));
+        mha__vstore(y, v);
         if (y == buf)
             for (l = 0; j + l < len; ++l) x[j + l] = buf[l];
     }
-    for (j = 0; j < len && c->alibi; ++j) x[j] -= slope * (float)(d0 - (int64_t)j);
 }
 #endif
 
@@ -2200,7 +2223,8 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
 #if !MHA_NO_EXTRAS
                 if (extras) {
                     mha__fast_extras(c, x, vis, scale, slope, MHA__QPOS(c, t0 + r) - (int64_t)j0);
-                    for (; j < vis; ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
+                    for (; j < vis && (keep || bias); ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
+                    j = vis;
                 }
 #endif
                 if (!keep && !bias)
@@ -2635,9 +2659,13 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
 #if !MHA_NO_EXTRAS
             if (c->cap != 0.0f || c->alibi) { /* soft-cap; ALiBi at the row's position hi - 1 */
                 const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
-                mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
-                for (j = 0; j < cl && c->alibi; ++j)
-                    x[j] -= slope * (float)((int64_t)hi - 1 - (int64_t)mha__slot_pos(j0 + j, e, c->ms));
+                if (e > c->ms) { /* a ring that wrapped: positions not in slot order, one at a time */
+                    mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
+                    for (j = 0; j < cl && c->alibi; ++j)
+                        x[j] -= slope * (float)((int64_t)hi - 1 - (int64_t)mha__slot_pos(j0 + j, e, c->ms));
+                } else { /* slot j holds position j */
+                    mha__fast_extras(c, x, cl, 1.0f, slope, (int64_t)hi - 1 - (int64_t)j0);
+                }
             }
 #endif
             if (lo > e - used || hi < e) /* not every position held is visible */
