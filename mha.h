@@ -542,15 +542,20 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
    function costs code size and stack on small cores (register spills), and
    mha__enter's frame, which holds the call state, must end before
    mha__compute runs. */
+/* MHA__INLINE folds a small helper into its callers (their frames then hold
+   its registers, and no frame of its own nests below them). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MHA__PRIVATE static __attribute__((unused))
 #define MHA__NOINLINE __attribute__((noinline))
+#define MHA__INLINE __inline__ __attribute__((always_inline))
 #elif defined(_MSC_VER)
 #define MHA__PRIVATE static
 #define MHA__NOINLINE __declspec(noinline)
+#define MHA__INLINE __forceinline
 #else
 #define MHA__PRIVATE static
 #define MHA__NOINLINE
+#define MHA__INLINE
 #endif
 
 #ifdef __cplusplus
@@ -705,8 +710,9 @@ typedef struct mha__ctx {
     float *out, *attn;
     mha_cache *cache;                 /* NULL: none */
 #if !MHA_NO_EXTRAS
-    float cap, theta;                 /* soft-cap (0: none); RoPE's base */
-    int32_t rope, rope_adj, alibi;    /* RoPE's rotated entries (0: none) and adjacent pairing; ALiBi on */
+    const mha_shape *knobs;           /* the call's shape: RoPE, ALiBi, soft-cap (checked by mha__setup) */
+    uint32_t rope_b[2];               /* RoPE's ratio of frequencies theta^(-2/r) = (rope_b[0] 2^32 + */
+    int32_t rope_be;                  /* rope_b[1]) 2^(rope_be - 62), set by mha__rope_base before the work */
 #endif
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
@@ -771,11 +777,7 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
         (uint32_t)s->rope_pairs > 1u || !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX) ||
         !(s->softcap >= 0.0f && s->softcap <= FLT_MAX))
         return MHA_ERR_SHAPE;
-    c->rope = s->rope_dim;
-    c->rope_adj = s->rope_pairs;
-    c->theta = s->rope_theta == 0.0f ? 10000.0f : s->rope_theta;
-    c->alibi = s->alibi != 0;
-    c->cap = s->softcap;
+    c->knobs = s;
 #endif
     if (s->score == MHA_SCORE_DOT) {
         if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
@@ -935,82 +937,143 @@ MHA__PRIVATE MHA__NOINLINE float mha__weight(float s, float mx) {
 
 #if !MHA_NO_EXTRAS
 /* ---- positions, soft-cap and sinks (unless MHA_NO_EXTRAS) -------------------
-   RoPE's angle for pair a of position P is P theta^(-2a/r), computed in
-   double: the frequency as e^(-(2a/r) ln theta), the angle's product, then
-   the angle less k pi/2 with pi/2 in four parts of which the first three
-   have 21 bits, so that k times each is exact for any |k| < 2^32 (Cody and
-   Waite's reduction), and cos and sin by their Taylor series on
-   [-pi/4, pi/4]. The angle's error is about |P| 2^-52 rad (3.6e-12 at
-   P = 32768), far below a float's rounding, so the rotation is as accurate
-   at position 32768 as at 0. Own exp, log, sin and cos: no libm, and the
-   same numbers on every target whose double has 53 bits (on AVR, where
-   double is float, the angle keeps a float's precision only). */
-#define MHA__LN2_HI 6.93147180369123816490e-01 /* ln 2 in two parts: k MHA__LN2_HI is exact */
-#define MHA__LN2_LO 1.90821492927058770002e-10
-#define MHA__PIO2_1 1.57079601287841796875e+00 /* pi/2 = the sum of these four */
-#define MHA__PIO2_2 3.13916416416759602726e-07
-#define MHA__PIO2_3 6.22337468017541972642e-14
-#define MHA__PIO2_4 (-2.50827880633416613471e-20)
+   RoPE's angle for pair a of position P is P f_a with f_a = theta^(-2a/r).
+   No double and no libm: the frequency is found in 64-bit fixed point
+   (log2 theta by repeated squaring, 2^x by its series, f_a = b^a with
+   b = theta^(-2/r), all to about 2^-50), and kept as F_a = f_a / (2 pi) in
+   turns per position, a 64-bit binary fraction. The angle in turns is then
+   the exact integer product P F_a modulo 2^64, whatever P is, so that no
+   reduction by 2 pi loses anything: what remains within a quarter turn
+   becomes a float in [-pi/4, pi/4] (an error of at most 4.7e-8 rad, about
+   one float rounding; 1e-11 rad from F_a at P = 32768) and cos and sin come
+   from their series in float. ALiBi's slopes use the same 2^x. The numbers
+   are the same on every target. */
+#define MHA__ROPE(c) ((size_t)(c)->knobs->rope_dim) /* the knobs, from the shape mha__setup checked */
+#define MHA__CAP(c) ((c)->knobs->softcap)
+#define MHA__Q62 ((uint64_t)1 << 62)
+#define MHA__LN2_Q62 ((uint64_t)0x2c5c85fdf473de6bu)   /* ln 2, 2^62 times */
+#define MHA__INV2PI_Q64 ((uint64_t)0x28be60db9391054au) /* 1 / (2 pi), 2^64 times */
 
-/* e^x for x in about [-105, 1]. */
-MHA__PRIVATE double mha__exp_d(double x) {
-    double t = x * 1.4426950408889634, k = (double)(int32_t)(t < 0.0 ? t - 0.5 : t + 0.5), r, p = 1.0;
-    int i;
-    r = (x - k * MHA__LN2_HI) - k * MHA__LN2_LO; /* |r| <= ln 2 / 2 */
-    for (i = 16; i >= 1; --i) p = 1.0 + r * p / (double)i;
-    for (; k > 0.0; k -= 1.0) p *= 2.0;
-    for (; k < 0.0; k += 1.0) p *= 0.5;
-    return p;
+/* The 128-bit product of a and b: its high half, and its low half in *lo. */
+MHA__PRIVATE MHA__INLINE uint64_t mha__mul64(uint64_t a, uint64_t b, uint64_t *lo) {
+    uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+    *lo = (mid << 32) | (uint32_t)p00;
+    return a1 * b1 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+/* a b of two numbers with 62 fraction bits (the product below 4). */
+MHA__PRIVATE MHA__INLINE uint64_t mha__mulq(uint64_t a, uint64_t b) {
+    uint64_t lo, hi = mha__mul64(a, b, &lo);
+    return hi << 2 | lo >> 62;
 }
 
-/* ln x for a finite x > 0. */
-MHA__PRIVATE double mha__log_d(double x) {
-    double e = 0.0, s, z, p = 0.0;
-    int i;
-    for (; x > 1.4142135623730951; e += 1.0) x *= 0.5;
-    for (; x < 0.7071067811865476; e -= 1.0) x *= 2.0;
-    s = (x - 1.0) / (x + 1.0); /* ln x = 2 atanh s, |s| <= 0.172 */
-    z = s * s;
-    for (i = 27; i >= 1; i -= 2) p = 1.0 / (double)i + z * p;
-    return e * MHA__LN2_HI + (e * MHA__LN2_LO + 2.0 * s * p);
-}
-
-/* *co = cos x, *si = sin x for |x| < 2^32. */
-MHA__PRIVATE void mha__sincos_d(double x, double *co, double *si) {
-    double t = x * 0.63661977236758134, k = (double)(int64_t)(t < 0.0 ? t - 0.5 : t + 0.5), r, z, s = 1.0, c = 1.0;
-    int i;
-    unsigned q = (unsigned)((int64_t)k & 3);
-    r = (((x - k * MHA__PIO2_1) - k * MHA__PIO2_2) - k * MHA__PIO2_3) - k * MHA__PIO2_4;
-    z = r * r;
-    for (i = 8; i >= 1; --i) {
-        s = 1.0 - z * s / (double)((2 * i) * (2 * i + 1));
-        c = 1.0 - z * c / (double)((2 * i - 1) * (2 * i));
+/* 2^(x / 2^52) as m 2^(*e - 62), m in [2^62, 2^63), for |x| < 2^60. */
+MHA__PRIVATE uint64_t mha__pow2(int64_t x, int32_t *e) {
+    const uint64_t u = (uint64_t)x + ((uint64_t)512 << 52), z = mha__mulq((u & (((uint64_t)1 << 52) - 1)) << 10,
+                                                                           MHA__LN2_Q62);
+    uint64_t sum = MHA__Q62, term = MHA__Q62;
+    uint32_t k;
+    for (k = 1; k <= 20; ++k) { /* e^z for 0 <= z < ln 2 */
+        term = mha__mulq(term, z) / k;
+        sum += term;
     }
-    s *= r;
-    *co = q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
-    *si = q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c;
+    *e = (int32_t)(u >> 52) - 512;
+    return sum;
+}
+
+/* RoPE's frequencies, pair after pair: f_a = b^a, b = theta^(-2/r) =
+   2^(-2 log2(theta) / r), as m 2^(e - 62) with m in [2^62, 2^63). */
+typedef struct mha__freqs {
+    uint64_t f, b;
+    int32_t fe, be;
+} mha__freqs;
+MHA__PRIVATE void mha__freqs_start(const mha__ctx *c, mha__freqs *q) {
+    q->b = (uint64_t)c->rope_b[0] << 32 | c->rope_b[1];
+    q->be = c->rope_be;
+    q->f = MHA__Q62;
+    q->fe = 0;
+}
+/* theta^(-2/r) into the call state, once per call before the work (called
+   where the call state is a frame's own, so that its chain of callees adds
+   little to the deepest stack). */
+MHA__PRIVATE MHA__NOINLINE void mha__rope_base(mha__ctx *c) {
+    float x = c->knobs->rope_theta == 0.0f ? 10000.0f : c->knobs->rope_theta;
+    int32_t e = 0;
+    uint64_t y, l2 = 0, b;
+    int64_t L;
+    int k;
+    if (!MHA__ROPE(c)) return;
+    for (; x >= 2.0f; ++e) x *= 0.5f; /* theta = x 2^e, 1 <= x < 2: exact */
+    for (; x < 1.0f; --e) x *= 2.0f;
+    y = (uint64_t)(uint32_t)(x * 8388608.0f) << 39; /* x with 62 fraction bits (exact, via 32 bits) */
+    for (k = 1; k <= 52; ++k) {           /* log2 x, a bit at a time: x <- x^2, halved when >= 2 */
+        y = mha__mulq(y, y);
+        l2 <<= 1;
+        if (y >> 63) {
+            y >>= 1;
+            l2 |= 1u;
+        }
+    }
+    L = (int64_t)e * ((int64_t)1 << 52) + (int64_t)l2; /* log2 theta, 52 fraction bits */
+    L = L < 0 ? -(-L * 2 / c->knobs->rope_dim) : L * 2 / c->knobs->rope_dim;
+    b = mha__pow2(-L, &c->rope_be);
+    c->rope_b[0] = (uint32_t)(b >> 32);
+    c->rope_b[1] = (uint32_t)b;
+}
+/* The next pair's frequency in turns per position, f_a / (2 pi) in units of
+   2^-64 modulo 2^64 (its whole turns dropped: P is an integer). */
+MHA__PRIVATE MHA__NOINLINE uint64_t mha__freqs_next(mha__freqs *q) {
+    uint64_t lo, hi = mha__mul64(q->f, MHA__INV2PI_Q64, &lo); /* f_a / (2 pi) = hi 2^(fe - 62), lo below */
+    int32_t s = q->fe + 2;
+    uint64_t F = s >= 64 ? (s < 128 ? lo << (s - 64) : 0u) : s > 0 ? hi << s | lo >> (64 - s) : s > -64 ? hi >> -s : 0u;
+    q->f = mha__mulq(q->f, q->b); /* f_{a+1} = f_a b */
+    q->fe += q->be;
+    if (q->f >> 63) {
+        q->f >>= 1;
+        ++q->fe;
+    }
+    return F;
+}
+
+/* cs[0] = cos, cs[1] = sin of the angle of F turns per position at
+   position pos: the turns P F modulo 2^64 (exact), less the nearest
+   quarter turn q, as r in [-pi/4, pi/4], then rotated by q. */
+MHA__PRIVATE MHA__NOINLINE void mha__rope_angle(uint64_t F, int64_t pos, float *cs) {
+    const uint64_t t = (uint64_t)pos * F, q = (t + ((uint64_t)1 << 61)) >> 62, d = t - (q << 62);
+    const int neg = (int)(d >> 63);
+    const uint64_t ad = neg ? 0u - d : d; /* |r| in 2^-64 turns, < 2^61: its top 24 bits exact, the rest */
+    const float hi = (float)(uint32_t)(ad >> 37) * (3.4061215800865545e-19f * 137438953472.0f);
+    const float lo = (float)(ad & (((uint64_t)1 << 37) - 1u)) * 3.4061215800865545e-19f; /* 2 pi / 2^64 */
+    const float r = neg ? -hi : hi, rl = neg ? -lo : lo;
+    const float z = r * r;
+    const float c0 = 1.0f + z * (-0.5f + z * (4.16666679e-2f + z * (-1.38888892e-3f + z * (2.48015876e-5f +
+                                                                                         z * -2.75573188e-7f))));
+    const float s0 = r + r * z * (-1.66666672e-1f + z * (8.33333377e-3f + z * (-1.98412701e-4f + z * 2.75573188e-6f)));
+    const float co = c0 - rl * s0, si = s0 + rl * c0; /* the angle r + rl */
+    const unsigned k = (unsigned)(q & 3u);
+    cs[0] = k == 0 ? co : k == 1 ? -si : k == 2 ? -co : si;
+    cs[1] = k == 0 ? si : k == 1 ? co : k == 2 ? -si : -co;
 }
 
 /* RoPE on count vectors x, x + stride, ...: pair a of each rotated by the
    angle of position pos, whose cos and sin are table[2a], table[2a + 1]
-   (the fast path's table) or computed here (table NULL). */
+   (the fast path's table), or computed here (table NULL). */
 MHA__PRIVATE void mha__rope(const mha__ctx *c, float *x, size_t count, size_t stride, int64_t pos,
                             const float *table) {
-    const size_t r = (size_t)c->rope, half = r / 2;
-    double lt = table || !r ? 0.0 : mha__log_d((double)c->theta), co, si;
+    const size_t r = MHA__ROPE(c), half = r / 2;
     float cs[2], x0, x1, *y;
     size_t a, k, i0, i1;
+    mha__freqs q;
+    if (!table && r) mha__freqs_start(c, &q);
     for (a = 0; a < half; ++a) {
         if (table) {
             cs[0] = table[2 * a];
             cs[1] = table[2 * a + 1];
         } else {
-            mha__sincos_d((double)pos * mha__exp_d(-(double)(2 * a) / (double)r * lt), &co, &si);
-            cs[0] = (float)co;
-            cs[1] = (float)si;
+            mha__rope_angle(mha__freqs_next(&q), pos, cs);
         }
-        i0 = c->rope_adj ? 2 * a : a;
-        i1 = c->rope_adj ? 2 * a + 1 : a + half;
+        i0 = c->knobs->rope_pairs ? 2 * a : a;
+        i1 = c->knobs->rope_pairs ? 2 * a + 1 : a + half;
         for (k = 0; k < count; ++k) {
             y = x + k * stride;
             x0 = y[i0];
@@ -1026,27 +1089,31 @@ MHA__PRIVATE void mha__rope(const mha__ctx *c, float *x, size_t count, size_t st
    2^(-4 (2 (i-p) + 1) / p), after them (the published formula). */
 MHA__PRIVATE float mha__alibi_slope(size_t h, size_t i) {
     size_t p = 1;
+    int32_t e;
+    float s;
     while (p <= h / 2) p *= 2;
-    return (float)mha__exp_d((i < p ? -8.0 * (double)(i + 1) : -4.0 * (double)(2 * (i - p) + 1)) / (double)p *
-                             0.69314718055994531);
+    s = (float)mha__pow2(-(int64_t)(((uint64_t)(i < p ? 8 * (i + 1) : 4 * (2 * (i - p) + 1)) << 52) / p), &e);
+    for (e -= 62; e < 0; ++e) s *= 0.5f; /* exact */
+    return s;
 }
 
 /* A score s after the soft-cap and ALiBi (slope, query position less key
    position dist); the masks' bias comes after. */
 MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t dist) {
-    if (c->cap != 0.0f) s = c->cap * MHA_TANHF(s / c->cap);
+    if (MHA__CAP(c) != 0.0f) s = MHA__CAP(c) * MHA_TANHF(s / MHA__CAP(c));
     return s - slope * (float)dist;
 }
-#define MHA__SLOPE(c, i) ((c)->alibi ? mha__alibi_slope((c)->h, i) : 0.0f)
+#define MHA__SLOPE(c, i) ((c)->knobs->alibi ? mha__alibi_slope((c)->h, i) : 0.0f)
 /* The position of query row t of mha_forward and mha_attend. */
 #define MHA__QPOS(c, t) ((int64_t)(t) + ((c)->mask ? (int64_t)(c)->mask->causal_offset : 0))
 #define MHA__SINK(c, i) ((c)->w->sinks ? (c)->w->sinks + (i) : NULL)
 #define MHA__SINK_PARAM , const float *sink
+#define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
 #define MHA__SINK_ARG(x) , x
-#define MHA__ROPE(c) ((size_t)(c)->rope)
 #else
 #define MHA__ROPE(c) ((size_t)0)
 #define MHA__SINK_PARAM
+#define MHA__SLOPE_PARAM
 #define MHA__SINK_ARG(x)
 #endif
 
@@ -1159,7 +1226,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
    additive scoring A_q^(i) q_i in MHA__AQ): its scores under the rules
    above, into attn's row or MHA__SC, which it returns (mha__compute then
    pools them: the two frames are siblings on the stack, not nested). */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i) {
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i MHA__SLOPE_PARAM) {
     const mha_mask *mask = c->mask;
     size_t m = c->m, row = b * c->n + t, j;
     size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
@@ -1168,7 +1235,6 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
 #if !MHA_NO_EXTRAS
-    const float slope = MHA__SLOPE(c, i);
     const int64_t qpos = MHA__QPOS(c, t);
 #endif
     for (j = 0; j < m; ++j) {
@@ -1195,14 +1261,11 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
    decoding rule above; e is the positions appended (the new ones included),
    slots the slots in use. */
 MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
-                                                    size_t slots) {
+                                                    size_t slots MHA__SLOPE_PARAM) {
     const size_t g = i / c->grp;
     const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
     float *sc = MHA__PART(c, MHA__SC);
     size_t j, pos, lo, hi;
-#if !MHA_NO_EXTRAS
-    const float slope = MHA__SLOPE(c, i);
-#endif
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &lo, &hi);
     for (j = 0; j < slots; ++j) {
         pos = mha__slot_pos(j, e, c->ms);
@@ -1896,35 +1959,21 @@ MHA__PRIVATE mha__fast *mha__fast_state(const mha__ctx *c) {
 
 #if !MHA_NO_EXTRAS
 /* Task `block` of the first pass's step 1 with RoPE: rows block KVB ..
-   of the angles' table rcs (keys at 0 .. m-1, then the query rows). The
-   positions of a run of rows follow one another, so the angle of its first
-   row is computed as mha__rope computes it and each next one by one
-   rotation by the frequency, in double (at most KVB - 1 steps: the error
-   stays near 2^-46, far below a float's rounding). */
+   of the angles' table rcs (keys at 0 .. m-1, then the query rows), each
+   as mha__rope computes it. */
 MHA__PRIVATE void mha__fast_angles(void *arg, int32_t block) {
     const mha__fast *f = (const mha__fast *)arg;
     const mha__ctx *c = f->c;
-    const size_t r = (size_t)c->rope, j0 = (size_t)block * MHA__KVB, all = c->m + c->n;
+    const size_t r = MHA__ROPE(c), j0 = (size_t)block * MHA__KVB, all = c->m + c->n;
     const size_t end = all - j0 < MHA__KVB ? all : j0 + MHA__KVB;
-    double lt = mha__log_d((double)c->theta), freq, co = 1.0, si = 0.0, c1, s1, t;
-    float cs[2];
+    mha__freqs q;
+    uint64_t F;
     size_t a, j;
+    mha__freqs_start(c, &q);
     for (a = 0; a < r / 2; ++a) {
-        freq = mha__exp_d(-(double)(2 * a) / (double)r * lt);
-        mha__sincos_d(freq, &c1, &s1);
-        for (j = j0; j < end; ++j) {
-            if (j == j0 || j == c->m) { /* a run starts: keys at 0.., queries at their offset */
-                mha__sincos_d((double)(j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m)) * freq, &co, &si);
-            } else {
-                t = co * c1 - si * s1;
-                si = si * c1 + co * s1;
-                co = t;
-            }
-            cs[0] = (float)co;
-            cs[1] = (float)si;
-            f->rcs[j * r + 2 * a] = cs[0];
-            f->rcs[j * r + 2 * a + 1] = cs[1];
-        }
+        F = mha__freqs_next(&q);
+        for (j = j0; j < end; ++j)
+            mha__rope_angle(F, j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m), f->rcs + j * r + 2 * a);
     }
 }
 #endif
@@ -1946,10 +1995,10 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
         for (j = 0; j < rows * MHA__NR; ++j) vt[q * f->mr * MHA__NR + j] = 0.0f;
     if (c->head == MHA__CORE) {
 #if !MHA_NO_EXTRAS
-        if (c->rope) { /* the rows rotated in kp, then packed */
+        if (MHA__ROPE(c)) { /* the rows rotated in kp, then packed */
             for (j = 0; j < rows; ++j) {
                 mha__copy(f->kp + (j0 + j) * c->pk, keys + j * c->dk + g * c->pk, c->pk);
-                mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * (size_t)c->rope);
+                mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * MHA__ROPE(c));
             }
             mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
         } else
@@ -1965,7 +2014,7 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     ga.tail = f->tail; /* the last block's */
     mha__gemm(&ga);
 #if !MHA_NO_EXTRAS
-    for (j = 0; j < rows && c->rope; ++j) mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * (size_t)c->rope);
+    for (j = 0; j < rows && MHA__ROPE(c); ++j) mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * MHA__ROPE(c));
 #endif
     mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
     ga = mha__mm(rows, c->pv, c->dv, values, c->dv, f->wk + f->pkr * c->dk, vt, MHA__NR);
@@ -2007,8 +2056,8 @@ MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
         mha__gemm(&ga);
     }
 #if !MHA_NO_EXTRAS
-    for (l = 0; l < rows && c->rope; ++l) /* every head of the row at its position */
-        mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, f->rcs + (c->m + t0 + l) * (size_t)c->rope);
+    for (l = 0; l < rows && MHA__ROPE(c); ++l) /* every head of the row at its position */
+        mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, f->rcs + (c->m + t0 + l) * MHA__ROPE(c));
 #endif
 }
 
@@ -2071,7 +2120,7 @@ MHA__PRIVATE float mha__rowmax(const float *x, size_t len, float mx) {
    (the last one through a copy). */
 MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, float scale, float slope, int64_t d0) {
     float buf[MHA__VL], iota[MHA__VL];
-    const mha__v cap = mha__vset(c->cap), vs = mha__vset(scale), vl = mha__vset(slope);
+    const mha__v cap = mha__vset(MHA__CAP(c)), vs = mha__vset(scale), vl = mha__vset(slope);
     size_t j, l;
     for (l = 0; l < MHA__VL; ++l) iota[l] = (float)l;
     for (j = 0; j < len; j += MHA__VL) {
@@ -2080,8 +2129,8 @@ MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, floa
         if (y == buf)
             for (l = 0; l < MHA__VL; ++l) buf[l] = j + l < len ? x[j + l] : 0.0f;
         v = mha__vmul(mha__vload(y), vs);
-        if (c->cap != 0.0f) v = mha__vmul(cap, mha__vtanh(mha__vdiv(v, cap)));
-        if (c->alibi) v = mha__vsub(v, mha__vmul(vl, mha__vsub(mha__vset((float)(d0 - (int64_t)j)), mha__vload(iota))));
+        if (MHA__CAP(c) != 0.0f) v = mha__vmul(cap, mha__vtanh(mha__vdiv(v, cap)));
+        if (c->knobs->alibi) v = mha__vsub(v, mha__vmul(vl, mha__vsub(mha__vset((float)(d0 - (int64_t)j)), mha__vload(iota))));
         mha__vstore(y, v);
         if (y == buf)
             for (l = 0; j + l < len; ++l) x[j + l] = buf[l];
@@ -2170,7 +2219,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     const float sink = ninf;
 #else
     const float sink = c->w->sinks ? c->w->sinks[i] : ninf, slope = MHA__SLOPE(c, i);
-    const int extras = c->cap != 0.0f || c->alibi;
+    const int extras = MHA__CAP(c) != 0.0f || c->knobs->alibi;
 #endif
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
@@ -2180,8 +2229,8 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     for (r = 0; r < rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
 #if !MHA_NO_EXTRAS
-    for (r = 0; r < rv && core && c->rope; ++r)
-        mha__rope(c, qt + r * c->pq, 1, 0, 0, f->rcs + (m + t0 + r) * (size_t)c->rope);
+    for (r = 0; r < rv && core && MHA__ROPE(c); ++r)
+        mha__rope(c, qt + r * c->pq, 1, 0, 0, f->rcs + (m + t0 + r) * MHA__ROPE(c));
 #endif
     if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
         ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
@@ -2335,7 +2384,7 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
     if (b == 0 && g == 0) {
         mha__fast_layout(f, c, (float *)(void *)((unsigned char *)f + MHA__FAST_SELF));
 #if !MHA_NO_EXTRAS
-        if (c->rope) mha__par(c, mha__fast_angles, f, (c->m + c->n + MHA__KVB - 1) / MHA__KVB);
+        if (MHA__ROPE(c)) mha__par(c, mha__fast_angles, f, (c->m + c->n + MHA__KVB - 1) / MHA__KVB);
 #endif
     }
     f->b = b;
@@ -2516,7 +2565,7 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
                       cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv, c->pv,
                       c->w->b_v ? c->w->b_v + g * c->pv : NULL, 0);
 #if !MHA_NO_EXTRAS
-        for (k = 0; k < run && c->rope; ++k) /* RoPE at the key's position */
+        for (k = 0; k < run && MHA__ROPE(c); ++k) /* RoPE at the key's position */
             mha__rope(c, cache->k + ((b * c->kv + g) * c->ms + slot + k) * c->pk, 1, 0,
                       (int64_t)cache->length[b] + (int64_t)(j + k), NULL);
 #endif
@@ -2536,7 +2585,7 @@ MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
     mha__dec_gemm(c->n, c->pq, c->dq, c->queries + b * c->n * c->dq, mha__dec_panels(f, (int64_t)i), q, c->pq,
                   c->w->b_q ? c->w->b_q + i * c->pq : NULL, 0);
 #if !MHA_NO_EXTRAS
-    for (t = 0; t < c->n && c->rope; ++t) /* new query t at position length + t */
+    for (t = 0; t < c->n && MHA__ROPE(c); ++t) /* new query t at position length + t */
         mha__rope(c, q + t * c->pq, 1, 0, (int64_t)c->cache->length[b] + (int64_t)t, NULL);
 #endif
 }
@@ -2657,11 +2706,11 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
 #if !MHA_NO_EXTRAS
-            if (c->cap != 0.0f || c->alibi) { /* soft-cap; ALiBi at the row's position hi - 1 */
+            if (MHA__CAP(c) != 0.0f || c->knobs->alibi) { /* soft-cap; ALiBi at the row's position hi - 1 */
                 const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
                 if (e > c->ms) { /* a ring that wrapped: positions not in slot order, one at a time */
                     mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
-                    for (j = 0; j < cl && c->alibi; ++j)
+                    for (j = 0; j < cl && c->knobs->alibi; ++j)
                         x[j] -= slope * (float)((int64_t)hi - 1 - (int64_t)mha__slot_pos(j0 + j, e, c->ms));
                 } else { /* slot j holds position j */
                     mha__fast_extras(c, x, cl, 1.0f, slope, (int64_t)hi - 1 - (int64_t)j0);
@@ -2818,6 +2867,9 @@ MHA__PRIVATE void mha__dec_out(void *arg, int32_t task) {
 MHA__PRIVATE void mha__fast_decode(const mha__ctx *c, float *ws) {
     mha__dec f;
     size_t b, i, k, panels = (c->po + MHA__NR - 1) / MHA__NR;
+#if !MHA_NO_EXTRAS
+    mha__rope_base((mha__ctx *)(void *)(size_t)c); /* the caller's own call state */
+#endif
     mha__fast_decode_layout(&f, c, ws);
     f.packed = mha__packed(c);
     f.in_pbuf[0] = 0; /* none: kv heads are -1 - g, heads i >= 0 */
@@ -2935,7 +2987,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     if (st != MHA_OK) return st;
     if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
 #if !MHA_NO_EXTRAS
-    if (head >= 0 && (c.rope || c.alibi)) return MHA_ERR_SHAPE; /* mha_head's query has no position */
+    if (head >= 0 && (c.knobs->rope_dim || c.knobs->alibi)) return MHA_ERR_SHAPE; /* mha_head's query has no position */
 #endif
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
@@ -3009,7 +3061,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
         (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
         return MHA_ERR_SHAPE;
 #if !MHA_NO_EXTRAS
-    if (decode && !keys && !values && (c.rope || c.alibi)) return MHA_ERR_SHAPE; /* cross: no query position */
+    if (decode && !keys && !values && (c.knobs->rope_dim || c.knobs->alibi)) return MHA_ERR_SHAPE; /* cross: no query position */
 #endif
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v)) ||
@@ -3062,7 +3114,7 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
             mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
                          MHA__PART(c, MHA__VP) + g * m * c->pv);
 #if !MHA_NO_EXTRAS
-            for (j = 0; c->rope && j < m; ++j) /* key j at position j */
+            for (j = 0; MHA__ROPE(c) && j < m; ++j) /* key j at position j */
                 mha__rope(c, MHA__PART(c, MHA__KP) + (g * m + j) * c->pk, 1, 0, (int64_t)j, NULL);
 #endif
         }
@@ -3086,7 +3138,7 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
         if (MHA__ADDITIVE(c))
             mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa, MHA__PART(c, MHA__AQ));
 #endif
-        mha__pool(mha__attend(c, b, t, i), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv, c->pv, c->pv,
+        mha__pool(mha__attend(c, b, t, i MHA__SINK_ARG(MHA__SLOPE(c, i))), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv, c->pv, c->pv,
                   c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out MHA__SINK_ARG(MHA__SINK(c, i)));
     }
 }
@@ -3115,6 +3167,9 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
     size_t b, pass;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
+#if !MHA_NO_EXTRAS
+    mha__rope_base((mha__ctx *)(void *)mha__align(workspace));
+#endif
     for (b = 0; b < c->batch; ++b)
         for (pass = 0; pass < MHA__PASSES(c); ++pass) {
             MHA__STAGE(c, project, b, pass);
@@ -3153,7 +3208,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
 #endif
-                mha__pool(mha__attend_cache(c, b, t, i, e, slots), slots,
+                mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__SINK_ARG(MHA__SLOPE(c, i))), slots,
                           c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
                           MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(MHA__SINK(c, i)));
             }
@@ -3173,6 +3228,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
     mha_cache *cache;
     if (status != MHA__RUN) return status;
     cache = c->cache;
+#if !MHA_NO_EXTRAS
+    mha__rope_base((mha__ctx *)(void *)mha__align(workspace)); /* for mha__compute_cache too */
+#endif
     for (b = 0; b < c->batch; ++b)
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;

@@ -10,10 +10,11 @@ outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
     size_report.py            print the table
     size_report.py --readme   also rewrite the table in README.md
     size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
-                              <= 6144 everything, <= 2560 for mha_forward in
+                              <= 8192 everything, <= 2560 for mha_forward in
                               the smallest, <= 3072 for the decoder
                               (mha_decode + mha_cache_append) in the smallest;
-                              stack <= 256 bytes for every public function)
+                              stack <= 256 bytes for every public function in
+                              the smallest, <= 272 in everything)
     size_report.py --check=everything-text,...   only the budgets named
 Ends with "N passed, M failed" (budgets checked) when --check is given.
 """
@@ -35,7 +36,7 @@ TARGETS = [
 ]
 CONFIGS = [
     ("everything", ["-DMHA_NO_LIBM=1"]),  # with MHA_NO_LIBM, so that exp/tanh/sqrt are counted
-    ("smallest", ["-DMHA_NO_LIBM=1", "-DMHA_NO_ADDITIVE=1", "-DMHA_NO_STATUS_STRINGS=1"]),
+    ("smallest", ["-DMHA_NO_LIBM=1", "-DMHA_NO_ADDITIVE=1", "-DMHA_NO_STATUS_STRINGS=1", "-DMHA_NO_EXTRAS=1"]),
 ]
 PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_head", "mha_concat", "mha_output",
           "mha_output_rows", "mha_workspace_size", "mha_reference_workspace_size", "mha_weight_counts_get",
@@ -43,10 +44,12 @@ PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_h
           "mha_attend_workspace_size", "mha_cache_bytes", "mha_cache_append", "mha_decode", "mha_decode_parallel",
           "mha_decode_reference", "mha_decode_workspace_size", "mha_decode_reference_workspace_size"]
 DECODER = ["mha_decode", "mha_cache_append"]
-# everything: the whole library (grew from 4096 when the decoding API came in);
-# smallest: mha_forward alone; decoder: mha_decode + mha_cache_append alone
-BUDGET_TEXT = {"everything": 6144, "smallest": 2560, "decoder": 3072}
-BUDGET_STACK = 256
+# everything: the whole library (grew from 4096 when the decoding API came in,
+# and from 6144 with RoPE, ALiBi, the soft-cap and sinks); smallest: mha_forward
+# alone; decoder: mha_decode + mha_cache_append alone
+BUDGET_TEXT = {"everything": 8192, "smallest": 2560, "decoder": 3072}
+# the knobs' 16 bytes of call state lie in the deepest frame (mha__enter's)
+BUDGET_STACK = {"everything": 272, "smallest": 256}
 
 
 def compile_one(cc, flags, cfg, opt, tmp):
@@ -148,7 +151,7 @@ def main():
                             m4f[cname] = st
                             # everything: the whole object; smallest: forward only, and the decoder
                             measured = [("%s-text" % cname, text if cname == "everything" else fwd,
-                                         BUDGET_TEXT[cname]), ("%s-stack" % cname, worst, BUDGET_STACK)]
+                                         BUDGET_TEXT[cname]), ("%s-stack" % cname, worst, BUDGET_STACK[cname])]
                             if cname == "smallest":
                                 measured.append(("decoder-text", dec, BUDGET_TEXT["decoder"]))
                             for budget, value, limit in measured:

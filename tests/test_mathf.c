@@ -43,6 +43,48 @@ static double sweep(our_fn f, ref_fn g, float lo, float hi, float *worst_x, unsi
     return worst;
 }
 
+/* RoPE's cos and sin (mha__rope_angle over mha__freqs) against long
+   double: every pair of r = 128 for bases 2, 10000, 500000 and 10^6, at
+   positions 0 .. 8191, around 32768, 2^20, 2^24, 1e6, 2^31 - 1 and below 0.
+   Returns the largest absolute error below 2^31 - 128, and in *top the
+   largest at the positions just below 2^31. */
+static double rope_sweep(double *top) {
+    static const float thetas[4] = {2.0f, 10000.0f, 500000.0f, 1e6f};
+    static const int64_t spots[6] = {32768 - 64, 1 << 20, 1 << 24, INT32_MAX - 127, -1000, 1000000 - 64};
+    mha__ctx c;
+    double worst = 0.0;
+    int ti, a, si;
+    int64_t pos;
+    memset(&c, 0, sizeof c);
+    c.rope = 128;
+    for (ti = 0; ti < 4; ++ti) {
+        mha__freqs q;
+        c.theta = thetas[ti];
+        mha__freqs_start(&c, &q);
+        for (a = 0; a < 64; ++a) {
+            uint64_t F = mha__freqs_next(&q);
+            long double f = powl((long double)thetas[ti], -(long double)(2 * a) / 128.0L);
+            for (si = -1; si < 6; ++si)
+                for (pos = si < 0 ? 0 : spots[si]; pos < (si < 0 ? 8192 : spots[si] + 128); ++pos) {
+                    float cs[2];
+                    long double ang = (long double)pos * f;
+                    double ec, es;
+                    mha__rope_angle(F, pos, cs);
+                    ec = fabs((double)((long double)cs[0] - cosl(ang)));
+                    es = fabs((double)((long double)cs[1] - sinl(ang)));
+                    if (si == 3) {
+                        if (ec > *top) *top = ec;
+                        if (es > *top) *top = es;
+                        continue;
+                    }
+                    if (ec > worst) worst = ec;
+                    if (es > worst) worst = es;
+                }
+        }
+    }
+    return worst;
+}
+
 int main(void) {
     float wx = 0.0f;
     unsigned long n;
@@ -71,5 +113,25 @@ int main(void) {
     ok = mha__tanhf(20.0f) == 1.0f && mha__tanhf(-20.0f) == -1.0f && mha__tanhf(0.0f) == 0.0f &&
          mha__sqrtf(0.0f) == 0.0f && mha__sqrtf(FLT_MAX * 2.0f) > FLT_MAX;
     CHECK(ok, "tanh(+-20) = +-1, tanh(0) = 0, sqrt(0) = 0, sqrt(inf) = inf");
+    {
+        double top = 0.0, e_rope = rope_sweep(&top), e_slope = 0.0;
+        int h, i, exact = 1;
+        printf("RoPE cos and sin (theta 2 .. 1e6, r 128, positions 0 .. 8191, 32768, 2^20, 2^24, 1e6, < 0): "
+               "max abs error %.3g; at 2^31: %.3g (fp32 spacing at 1: 1.19e-07)\n", e_rope, top);
+        CHECK(e_rope <= 1.2e-7 && top <= 2.5e-7, "RoPE angles: %.3g > 1.2e-7 or %.3g > 2.5e-7", e_rope, top);
+        for (h = 1; h <= 64; ++h)
+            for (i = 0; i < h; ++i) {
+                int p = 1;
+                double want, e;
+                while (p * 2 <= h) p *= 2;
+                want = i < p ? pow(2.0, -8.0 * (i + 1) / p) : pow(2.0, -4.0 * (2 * (i - p) + 1) / p);
+                e = tu_ulp_err(mha__alibi_slope((size_t)h, (size_t)i), want);
+                if (e > e_slope) e_slope = e;
+                if (p == h && mha__alibi_slope((size_t)h, (size_t)i) != (float)want) exact = 0;
+            }
+        printf("ALiBi slopes, 1 .. 64 heads: max %.3f ulp from 2^x (exact for powers of two: %s)\n", e_slope,
+               exact ? "yes" : "no");
+        CHECK(e_slope <= 0.5 && exact, "ALiBi slopes: %.3f ulp, exact %d", e_slope, exact);
+    }
     return tu_summary();
 }
