@@ -1041,9 +1041,10 @@ MHA__PRIVATE MHA__NOINLINE uint64_t mha__freqs_next(mha__freqs *q) {
 MHA__PRIVATE MHA__NOINLINE void mha__rope_angle(uint64_t F, int64_t pos, float *cs) {
     const uint64_t t = (uint64_t)pos * F, q = (t + ((uint64_t)1 << 61)) >> 62, d = t - (q << 62);
     const int neg = (int)(d >> 63);
-    const uint64_t ad = neg ? 0u - d : d; /* |r| in 2^-64 turns, < 2^61: its top 24 bits exact, the rest */
-    const float hi = (float)(uint32_t)(ad >> 37) * (3.4061215800865545e-19f * 137438953472.0f);
-    const float lo = (float)(ad & (((uint64_t)1 << 37) - 1u)) * 3.4061215800865545e-19f; /* 2 pi / 2^64 */
+    const uint64_t ad = neg ? 0u - d : d, h = (ad + ((uint64_t)1 << 36)) >> 37; /* |r| in 2^-64 turns, < 2^61 */
+    const uint64_t l = ad - (h << 37); /* ad = h 2^37 + l, |l| <= 2^36: h exact in a float, l nearly */
+    const float hi = (float)(uint32_t)h * (3.4061215800865545e-19f * 137438953472.0f); /* 2 pi / 2^64 */
+    const float lo = (l >> 63 ? -(float)(0u - l) : (float)l) * 3.4061215800865545e-19f;
     const float r = neg ? -hi : hi, rl = neg ? -lo : lo;
     const float z = r * r;
     const float c0 = 1.0f + z * (-0.5f + z * (4.16666679e-2f + z * (-1.38888892e-3f + z * (2.48015876e-5f +

@@ -52,14 +52,18 @@ static double rope_sweep(double *top) {
     static const float thetas[4] = {2.0f, 10000.0f, 500000.0f, 1e6f};
     static const int64_t spots[6] = {32768 - 64, 1 << 20, 1 << 24, INT32_MAX - 127, -1000, 1000000 - 64};
     mha__ctx c;
+    mha_shape s;
     double worst = 0.0;
     int ti, a, si;
     int64_t pos;
     memset(&c, 0, sizeof c);
-    c.rope = 128;
+    memset(&s, 0, sizeof s);
+    s.rope_dim = 128;
+    c.knobs = &s;
     for (ti = 0; ti < 4; ++ti) {
         mha__freqs q;
-        c.theta = thetas[ti];
+        s.rope_theta = thetas[ti];
+        mha__rope_base(&c);
         mha__freqs_start(&c, &q);
         for (a = 0; a < 64; ++a) {
             uint64_t F = mha__freqs_next(&q);
