@@ -52,8 +52,9 @@
    Memory: the library never allocates; the caller passes a workspace of
    mha_workspace_size() bytes (any alignment), or MHA_WORKSPACE_BYTES() for a
    static buffer; the reference path keeps its call state there too. Stack use
-   is fixed, with no recursion and no variable-length arrays: at most 256
-   bytes per call on a Cortex-M4F at -Os (README, "Size and stack").
+   is fixed, with no recursion and no variable-length arrays: at most 272
+   bytes per call on a Cortex-M4F at -Os, 256 with MHA_NO_EXTRAS (README,
+   "Size and stack").
    Threads: there is no mutable static state; calls are reentrant and may run
    concurrently when each has its own workspace and output.
 
@@ -1105,6 +1106,8 @@ MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t 
     return s - slope * (float)dist;
 }
 #define MHA__SLOPE(c, i) ((c)->knobs->alibi ? mha__alibi_slope((c)->h, i) : 0.0f)
+/* Whether the scores need mha__extras (soft-cap or ALiBi on). */
+#define MHA__EXTRAS(c) (MHA__CAP(c) != 0.0f || (c)->knobs->alibi)
 /* The position of query row t of mha_forward and mha_attend. */
 #define MHA__QPOS(c, t) ((int64_t)(t) + ((c)->mask ? (int64_t)(c)->mask->causal_offset : 0))
 #define MHA__SINK(c, i) ((c)->w->sinks ? (c)->w->sinks + (i) : NULL)
@@ -1248,7 +1251,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
 #endif
                 s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            s = mha__extras(c, s, slope, qpos - (int64_t)j);
+            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, qpos - (int64_t)j);
 #endif
             if (bias) s += bias[j];
         }
@@ -1279,7 +1282,8 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
 #endif
                 sc[j] = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            sc[j] = mha__extras(c, sc[j], slope, (int64_t)(e - c->n + t) - (int64_t)pos); /* at P = e - n + t */
+            if (MHA__EXTRAS(c)) /* at P = e - n + t */
+                sc[j] = mha__extras(c, sc[j], slope, (int64_t)(e - c->n + t) - (int64_t)pos);
 #endif
         }
     }
@@ -1970,12 +1974,23 @@ MHA__PRIVATE void mha__fast_angles(void *arg, int32_t block) {
     mha__freqs q;
     uint64_t F;
     size_t a, j;
+    int64_t pos;
     mha__freqs_start(c, &q);
     for (a = 0; a < r / 2; ++a) {
         F = mha__freqs_next(&q);
-        for (j = j0; j < end; ++j)
-            mha__rope_angle(F, j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m), f->rcs + j * r + 2 * a);
+        for (j = j0; j < end; ++j) {
+            pos = j < c->m ? (int64_t)j : MHA__QPOS(c, j - c->m);
+            if (j < c->m || pos < 0 || pos >= (int64_t)c->m) /* (a query at a key's position uses its row) */
+                mha__rope_angle(F, pos, f->rcs + j * r + 2 * a);
+        }
     }
+}
+
+/* The angles' row of query row t: that of the key at its position, if
+   there is one (self-attention: every row), else its own. */
+MHA__PRIVATE const float *mha__fast_qangles(const mha__fast *f, size_t t) {
+    const int64_t pos = MHA__QPOS(f->c, t);
+    return f->rcs + (pos >= 0 && pos < (int64_t)f->c->m ? (size_t)pos : f->c->m + t) * MHA__ROPE(f->c);
 }
 #endif
 
@@ -2058,7 +2073,7 @@ MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
     }
 #if !MHA_NO_EXTRAS
     for (l = 0; l < rows && MHA__ROPE(c); ++l) /* every head of the row at its position */
-        mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, f->rcs + (c->m + t0 + l) * MHA__ROPE(c));
+        mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, mha__fast_qangles(f, t0 + l));
 #endif
 }
 
@@ -2220,7 +2235,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     const float sink = ninf;
 #else
     const float sink = c->w->sinks ? c->w->sinks[i] : ninf, slope = MHA__SLOPE(c, i);
-    const int extras = MHA__CAP(c) != 0.0f || c->knobs->alibi;
+    const int extras = MHA__EXTRAS(c);
 #endif
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
@@ -2231,7 +2246,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
 #if !MHA_NO_EXTRAS
     for (r = 0; r < rv && core && MHA__ROPE(c); ++r)
-        mha__rope(c, qt + r * c->pq, 1, 0, 0, f->rcs + (m + t0 + r) * MHA__ROPE(c));
+        mha__rope(c, qt + r * c->pq, 1, 0, 0, mha__fast_qangles(f, t0 + r));
 #endif
     if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
         ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
@@ -2707,7 +2722,7 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
 #if !MHA_NO_EXTRAS
-            if (MHA__CAP(c) != 0.0f || c->knobs->alibi) { /* soft-cap; ALiBi at the row's position hi - 1 */
+            if (MHA__EXTRAS(c)) { /* soft-cap; ALiBi at the row's position hi - 1 */
                 const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
                 if (e > c->ms) { /* a ring that wrapped: positions not in slot order, one at a time */
                     mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
@@ -2831,7 +2846,8 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
             size_t pos = mha__slot_pos(j, e, c->ms);
             x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            if (pos >= lo && pos < hi) x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
+            if (pos >= lo && pos < hi && MHA__EXTRAS(c))
+                x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
 #endif
         }
         mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h MHA__SINK_ARG(MHA__SINK(c, i)));

@@ -5,6 +5,7 @@
 #define MHA_NO_LIBM 1
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -122,7 +123,10 @@ int main(void) {
         int h, i, exact = 1;
         printf("RoPE cos and sin (theta 2 .. 1e6, r 128, positions 0 .. 8191, 32768, 2^20, 2^24, 1e6, < 0): "
                "max abs error %.3g; at 2^31: %.3g (fp32 spacing at 1: 1.19e-07)\n", e_rope, top);
-        CHECK(e_rope <= 1.2e-7 && top <= 2.5e-7, "RoPE angles: %.3g > 1.2e-7 or %.3g > 2.5e-7", e_rope, top);
+        /* the long double reference itself is good to |P| 2^-63 rad, or to |P| 2^-52 (2.4e-7 at 2^31)
+           where long double is double (ARM, s390x): there only positions below 2^25 are judged */
+        CHECK(e_rope <= 1.2e-7 && (top <= 2.5e-7 || LDBL_MANT_DIG < 64),
+              "RoPE angles: %.3g > 1.2e-7 or %.3g > 2.5e-7", e_rope, top);
         for (h = 1; h <= 64; ++h)
             for (i = 0; i < h; ++i) {
                 int p = 1;
