@@ -62,6 +62,10 @@
    projected), mha_output_rows the output stage; mha_decode runs a model's
    attention token by token over a KV cache that you own (mha_cache: a
    sliding window as a ring buffer, cross-attention after mha_cache_append).
+
+   Today's decoder layers: RoPE (both pairings, partial, any base), ALiBi,
+   a logit soft-cap (mha_shape's last fields) and attention sinks
+   (mha_weights.sinks), on every path; MHA_NO_EXTRAS compiles them out.
 */
 #ifdef MHA_CONFIG_FILE
 #include MHA_CONFIG_FILE
@@ -713,7 +717,8 @@ typedef struct mha__ctx {
 #if !MHA_NO_EXTRAS
     const mha_shape *knobs;           /* the call's shape: RoPE, ALiBi, soft-cap (checked by mha__setup) */
     uint32_t rope_b[2];               /* RoPE's ratio of frequencies theta^(-2/r) = (rope_b[0] 2^32 + */
-    int32_t rope_be;                  /* rope_b[1]) 2^(rope_be - 62), set by mha__rope_base before the work */
+    int16_t rope_be;                  /* rope_b[1]) 2^(rope_be - 62), set by mha__rope_base before the work
+                                         (|rope_be| < 300; 16 bits: the state still fits on AVR) */
 #endif
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
@@ -1017,7 +1022,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__rope_base(mha__ctx *c) {
     }
     L = (int64_t)e * ((int64_t)1 << 52) + (int64_t)l2; /* log2 theta, 52 fraction bits */
     L = L < 0 ? -(-L * 2 / c->knobs->rope_dim) : L * 2 / c->knobs->rope_dim;
-    b = mha__pow2(-L, &c->rope_be);
+    b = mha__pow2(-L, &e);
+    c->rope_be = (int16_t)e;
     c->rope_b[0] = (uint32_t)(b >> 32);
     c->rope_b[1] = (uint32_t)b;
 }
@@ -1100,7 +1106,8 @@ MHA__PRIVATE float mha__alibi_slope(size_t h, size_t i) {
 }
 
 /* A score s after the soft-cap and ALiBi (slope, query position less key
-   position dist); the masks' bias comes after. */
+   position dist, less the row's reference distance below); the masks' bias
+   comes after. */
 MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t dist) {
     if (MHA__CAP(c) != 0.0f) s = MHA__CAP(c) * MHA_TANHF(s / MHA__CAP(c));
     return s - slope * (float)dist;
@@ -1110,8 +1117,20 @@ MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t 
 #define MHA__EXTRAS(c) (MHA__CAP(c) != 0.0f || (c)->knobs->alibi)
 /* The position of query row t of mha_forward and mha_attend. */
 #define MHA__QPOS(c, t) ((int64_t)(t) + ((c)->mask ? (int64_t)(c)->mask->causal_offset : 0))
-#define MHA__SINK(c, i) ((c)->w->sinks ? (c)->w->sinks + (i) : NULL)
-#define MHA__SINK_PARAM , const float *sink
+/* ALiBi's distances in a row of mha_forward or mha_attend are taken from
+   the key nearest the query's position, dref = P - clamp(P, 0, m - 1) (0
+   unless a causal offset puts P outside the keys, and always 0 when
+   decoding): each key's logit is then the true one plus slope dref, a
+   constant of the row that the softmax does not see, and the sink gets it
+   too. A query far from every key keeps the precision of its scores, where
+   -slope (P - j) alone would round them away in fp32. */
+#define MHA__DREF(c, qpos) \
+    ((qpos) < 0 ? (qpos) : (qpos) >= (int64_t)(c)->m ? (qpos) - (int64_t)((c)->m ? (c)->m - 1 : 0) : 0)
+/* The sink of head i for a row whose logits are shifted by slope dref;
+   -inf (no sink) without sinks. */
+#define MHA__ROW_SINK(c, i, slope, dref) \
+    ((c)->w->sinks ? (c)->w->sinks[i] + (slope) * (float)(dref) : -(FLT_MAX * 2.0f))
+#define MHA__SINK_PARAM , float sink
 #define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
 #define MHA__SINK_ARG(x) , x
 #else
@@ -1204,22 +1223,22 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
    masked key, 1 for the max, also +inf: the +inf keys share the weight),
    divided by their compensated sum; a row with every key masked is all 0.
    Keys of weight exactly 0 are skipped, so a masked key's values never reach
-   the output. A sink (sink not NULL) counts in the max and, last, in the
-   sum, and has no value. */
+   the output. A sink (-inf: none) counts in the max and, last, in the sum,
+   and has no value. */
 MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, size_t vst, size_t pv,
                                           float *ho MHA__SINK_PARAM) {
     static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
     float mx = -(FLT_MAX * 2.0f), sum;
     size_t j, a;
 #if !MHA_NO_EXTRAS
-    if (sink) mx = *sink;
+    mx = sink;
 #endif
     for (j = 0; j < m; ++j)
         if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
     for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
     sum = mha__dot(sc, &one, 0, m, 0);
 #if !MHA_NO_EXTRAS
-    if (sink) sum += mha__weight(*sink, mx);
+    sum += mha__weight(sink, mx); /* 0 without a sink */
 #endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
@@ -1251,7 +1270,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
 #endif
                 s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, qpos - (int64_t)j);
+            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, qpos - MHA__DREF(c, qpos) - (int64_t)j);
 #endif
             if (bias) s += bias[j];
         }
@@ -2232,10 +2251,11 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
 #if MHA_NO_EXTRAS
-    const float sink = ninf;
+#define MHA__TILE_SINK(r) ninf
 #else
-    const float sink = c->w->sinks ? c->w->sinks[i] : ninf, slope = MHA__SLOPE(c, i);
+    const float slope = MHA__SLOPE(c, i);
     const int extras = MHA__EXTRAS(c);
+#define MHA__TILE_SINK(r) MHA__ROW_SINK(c, i, slope, MHA__DREF(c, MHA__QPOS(c, t0 + (r))))
 #endif
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
@@ -2256,8 +2276,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r; a sink starts the max and sum */
         hi[r] = r < rv ? mha__visible(mask, f->b, row0 + r, t0 + r, m) : 0;
         if (hi[r] > jend) jend = hi[r];
-        mx[r] = sink;
-        l[r] = mha__weight(sink, sink);
+        mx[r] = MHA__TILE_SINK(r);
         lc[r] = 0.0f;
     }
     if (attn) jend = m; /* every weight is written */
@@ -2266,6 +2285,8 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     /* pass 0 (only when V is not finite and attn is not asked for): the max of
        each row; pass 1: the weights and the product with V */
     for (pass = vscale == 0.0f && !attn ? 0 : 1; pass < 2; ++pass) {
+        for (r = 0; r < R && pass == 1; ++r) /* the sink's share at the max so far (pass 0 found it) */
+            l[r] = mha__weight(MHA__TILE_SINK(r), mx[r]);
         for (j0 = 0; j0 < jend; j0 += KB) {
             cl = jend - j0 < KB ? jend - j0 : KB;
             cp = MHA__UP(cl, MHA__VL);
@@ -2287,7 +2308,8 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                 j = 0; /* scale, (soft-cap, ALiBi,) mask and bias */
 #if !MHA_NO_EXTRAS
                 if (extras) {
-                    mha__fast_extras(c, x, vis, scale, slope, MHA__QPOS(c, t0 + r) - (int64_t)j0);
+                    const int64_t qpos = MHA__QPOS(c, t0 + r);
+                    mha__fast_extras(c, x, vis, scale, slope, qpos - MHA__DREF(c, qpos) - (int64_t)j0);
                     for (; j < vis && (keep || bias); ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
                     j = vis;
                 }
@@ -2336,7 +2358,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                 sum += mha__softmax(buf, MHA__UP(cl, MHA__VL), mx[r]);
                 for (j = 0; j < cl; ++j) x[j0 + j] = buf[j];
             }
-            sum += mha__weight(sink, mx[r]); /* 0 without a sink */
+            sum += mha__weight(MHA__TILE_SINK(r), mx[r]); /* 0 without a sink */
             if (sum == 0.0f) sum = 1.0f; /* every key masked */
             for (j = 0; j < m; ++j) x[j] /= sum;
         }
@@ -2354,6 +2376,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     }
     for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
 }
+#undef MHA__TILE_SINK
 
 /* Task `task` of step 2: an equal share of the items, in order, in the
    task's own scratch slot. */
@@ -2850,7 +2873,8 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
                 x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
 #endif
         }
-        mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv, h MHA__SINK_ARG(MHA__SINK(c, i)));
+        mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv,
+                  h MHA__SINK_ARG(MHA__ROW_SINK(c, i, 0.0f, 0)));
     }
 }
 
@@ -3155,8 +3179,12 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
         if (MHA__ADDITIVE(c))
             mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa, MHA__PART(c, MHA__AQ));
 #endif
-        mha__pool(mha__attend(c, b, t, i MHA__SINK_ARG(MHA__SLOPE(c, i))), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv, c->pv, c->pv,
-                  c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out MHA__SINK_ARG(MHA__SINK(c, i)));
+#if !MHA_NO_EXTRAS
+        const float slope = MHA__SLOPE(c, i);
+#endif
+        mha__pool(mha__attend(c, b, t, i MHA__SINK_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
+                  c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
+                  MHA__SINK_ARG(MHA__ROW_SINK(c, i, slope, MHA__DREF(c, MHA__QPOS(c, t)))));
     }
 }
 MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
@@ -3227,7 +3255,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
 #endif
                 mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__SINK_ARG(MHA__SLOPE(c, i))), slots,
                           c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
-                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(MHA__SINK(c, i)));
+                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(MHA__ROW_SINK(c, i, 0.0f, 0)));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }

@@ -1,13 +1,35 @@
 /* A deliberately plain double-precision attention, written apart from mha.h's
    kernels, used by the fuzzer and the hostile-input tests as a second opinion.
    It follows the README's definition literally and allocates freely. Masks use
-   64-bit arithmetic for the causal bound. Fully masked rows give zero weights. */
+   64-bit arithmetic for the causal bound. Fully masked rows give zero weights.
+   The decoder knobs as the README defines them: RoPE on the projected q and k
+   (angles P theta^(-2a/r) in double), the soft-cap, ALiBi with the published
+   slopes, sinks in the softmax's denominator. */
 #ifndef NAIVE_REF_H
 #define NAIVE_REF_H
 #include <math.h>
 #include <stdlib.h>
 
 #include "../mha.h"
+
+/* RoPE on x [rope_dim entries of a head] at position pos, in double. */
+static void naive_rope(const mha_shape *s, double *x, double pos) {
+    int32_t r = s->rope_dim, a;
+    double theta = s->rope_theta != 0.0f ? (double)s->rope_theta : 10000.0;
+    for (a = 0; a < r / 2; ++a) {
+        int32_t i0 = s->rope_pairs ? 2 * a : a, i1 = s->rope_pairs ? 2 * a + 1 : a + r / 2;
+        double ang = pos * pow(theta, -2.0 * a / r), x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * cos(ang) - x1 * sin(ang);
+        x[i1] = x1 * cos(ang) + x0 * sin(ang);
+    }
+}
+
+/* The published ALiBi slope of head i of h. */
+static double naive_slope(int32_t h, int32_t i) {
+    int32_t p = 1;
+    while (p * 2 <= h) p *= 2;
+    return i < p ? pow(2.0, -8.0 * (i + 1) / p) : pow(2.0, -4.0 * (2 * (i - p) + 1) / p);
+}
 
 /* out[batch][n][p_o] and (if attn) attn[batch][heads][n][m], in double.
    The shape and sizes must be valid. */
@@ -37,6 +59,8 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
                 for (c = 0; c < s->d_v; ++c) acc += (double)w->w_v[(size_t)r * (size_t)s->d_v + (size_t)c] * vb[(size_t)j * (size_t)s->d_v + (size_t)c];
                 vp[(size_t)j * (size_t)(KV * pv) + (size_t)r] = acc;
             }
+            for (r = 0; r < KV && s->rope_dim; ++r) /* key j at position j */
+                naive_rope(s, kp + (size_t)j * (size_t)(KV * pk) + (size_t)(r * pk), (double)j);
         }
         for (t = 0; t < n; ++t) {
             size_t row = (size_t)b * (size_t)n + (size_t)t;
@@ -46,6 +70,8 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
                 for (c = 0; c < s->d_q; ++c) acc += (double)w->w_q[(size_t)r * (size_t)s->d_q + (size_t)c] * qt[c];
                 qp[r] = acc;
             }
+            for (r = 0; r < H && s->rope_dim; ++r) /* query t at t + causal_offset */
+                naive_rope(s, qp + r * pq, (double)t + (mask ? (double)mask->causal_offset : 0.0));
             for (j = 0; j < m; ++j) {
                 int ok = 1;
                 if (mask && mask->valid_lens) {
@@ -76,15 +102,20 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
                             e += (double)w->a_v[(size_t)i * (size_t)pa + (size_t)a] * tanh(x);
                         }
                     }
+                    if (s->softcap != 0.0f) e = (double)s->softcap * tanh(e / (double)s->softcap);
+                    if (s->alibi)
+                        e -= naive_slope(H, i) * ((double)t + (mask ? (double)mask->causal_offset : 0.0) - (double)j);
                     if (mask && mask->bias) e += (double)mask->bias[row * (size_t)m + (size_t)j];
                     sc[j] = e;
                     if (!any || e > mx) mx = e;
                     any = 1;
                 }
+                if (w->sinks && (!any || (double)w->sinks[i] > mx)) mx = (double)w->sinks[i];
                 for (j = 0; j < m; ++j) {
                     sc[j] = vis[j] ? exp(sc[j] - mx) : 0.0;
                     sum += sc[j];
                 }
+                if (w->sinks) sum += exp((double)w->sinks[i] - mx);
                 for (a = 0; a < pv; ++a) cat[i * pv + a] = 0.0;
                 for (j = 0; j < m; ++j) {
                     double p = any ? sc[j] / sum : 0.0;

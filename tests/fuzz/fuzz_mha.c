@@ -230,7 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     float *arr[20], *q, *k, *v, *out, *attn = NULL, *bias = NULL;
     uint8_t *keep = NULL, ws_mode, *ws_block = NULL;
     void *ws;
-    int n_arr = 0;
+    int n_arr = 0, knobs;
     const float *wp[11];
 
     r.p = data;
@@ -250,8 +250,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     i = fz_byte(&r);
     s.scale = i < 200 ? 0.0f : i < 250 ? (float)(i - 225) / 8.0f : i == 250 ? NAN : INFINITY;
     batch = fz_size(&r); n = fz_size(&r); m = fz_size(&r);
-    null_which = fz_byte(&r) % 32; /* 1..14 choose a pointer to set NULL; else none */
+    null_which = fz_byte(&r) % 32; /* 1..14 choose a pointer to set NULL; else none; 31: knobs follow */
+    knobs = null_which == 31 ? fz_byte(&r) : 0;
     if (null_which > 14) null_which = 0;
+    if (knobs & 3) { /* the decoder knobs: bits 0-1 RoPE (off, the largest valid, odd, too large), 2 its
+                        pairing, 7 theta 500 (-1 with bits 0-1 both set); 3 ALiBi; 4-5 soft-cap (off, 2.5,
+                        -1, NaN); 6 sinks */
+        int32_t lim = s.p_q < s.p_k ? s.p_q : s.p_k;
+        s.rope_dim = (knobs & 3) == 1 ? (lim > 0 && lim < 1000 ? lim / 2 * 2 : 2)
+                   : (knobs & 3) == 2 ? 3 : lim < INT32_MAX - 2 ? lim + 2 : -2; /* -2: also refused */
+        s.rope_pairs = (knobs >> 2) & 1;
+        s.rope_theta = knobs & 128 ? ((knobs & 3) == 3 ? -1.0f : 500.0f) : 0.0f;
+    }
+    s.alibi = (knobs >> 3) & 1;
+    s.softcap = (knobs & 48) == 16 ? 2.5f : (knobs & 48) == 32 ? -1.0f : (knobs & 48) == 48 ? NAN : 0.0f;
     specials = fz_byte(&r) % 4 == 0;
     use_mask = fz_byte(&r);
     want_attn = fz_byte(&r) & 1;
@@ -304,6 +316,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     w.w_q = wp[0]; w.b_q = wp[1]; w.w_k = wp[2]; w.b_k = wp[3]; w.w_v = wp[4]; w.b_v = wp[5];
     w.w_o = wp[6]; w.b_o = wp[7]; w.a_q = wp[8]; w.a_k = wp[9]; w.a_v = wp[10];
+    if (knobs & 64) { /* sinks: one logit per head */
+        float *sk = arr[n_arr++] = fz_alloc((size_t)s.heads);
+        for (j = 0; j < (size_t)s.heads; ++j) sk[j] = fz_value(&r, specials, &finite);
+        w.sinks = sk;
+    }
     q = arr[n_arr++] = fz_alloc(n_q);
     k = arr[n_arr++] = fz_alloc(n_k);
     v = arr[n_arr++] = fz_alloc(n_v);

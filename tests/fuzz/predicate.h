@@ -33,6 +33,15 @@ static fz_u fz_add(fz_u a, fz_u b) { return b > UINT64_MAX - a ? UINT64_MAX : a 
 static fz_u fz_count3(int64_t a, int64_t b, int64_t c) { return fz_mul(fz_mul((fz_u)a, (fz_u)b), (fz_u)c); }
 static fz_u fz_bytes3(int64_t a, int64_t b, int64_t c) { return fz_mul(fz_count3(a, b, c), 4u); }
 
+/* The decoder knobs as the README allows them: rope_dim 0, or even and at
+   most p_q and p_k; a pairing 0 or 1; theta and the soft-cap finite and
+   >= 0. */
+static int fz_knobs_valid(const mha_shape *s) {
+    return s->rope_dim >= 0 && s->rope_dim % 2 == 0 && s->rope_dim <= s->p_q && s->rope_dim <= s->p_k &&
+           (s->rope_pairs == 0 || s->rope_pairs == 1) && isfinite(s->rope_theta) && s->rope_theta >= 0.0f &&
+           isfinite(s->softcap) && s->softcap >= 0.0f;
+}
+
 /* The status mha_forward must return, from the README's rules alone. */
 static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_t n, int32_t m, int null_which,
                                        const mha_mask *mask, int want_attn, const void *ws, size_t ws_bytes) {
@@ -48,6 +57,7 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
     if (s->score != MHA_SCORE_DOT && s->score != MHA_SCORE_ADDITIVE) return MHA_ERR_SHAPE;
     if (!additive && (s->p_q != s->p_k || !isfinite(s->scale))) return MHA_ERR_SHAPE;
     if (additive && s->p_a < 1) return MHA_ERR_SHAPE;
+    if (!fz_knobs_valid(s)) return MHA_ERR_SHAPE;
     if (batch < 0 || n < 0 || m < 0) return MHA_ERR_SHAPE;
     if (null_which >= 3 && null_which <= 13 && (null_which < 11 || additive)) return MHA_ERR_NULL; /* 11..13: a_* */
     H = s->heads;
@@ -100,6 +110,7 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
     if (null_which == 1) return MHA_ERR_NULL;
     if (cap < 1 || window < 0 || type != 0 || (window && kv && t > 0 && (int64_t)window + t - 1 > cap))
         return MHA_ERR_SHAPE;
+    if (kv == 0 && (s->rope_dim || s->alibi)) return MHA_ERR_SHAPE; /* a cross-attention query has no position */
     if (null_which >= 2 || kv >= 2) return MHA_ERR_NULL;
     if (fz_bytes3(batch, t, s->d_q) >= limit || (kv && fz_bytes3(batch, t, s->d_k) >= limit) ||
         (kv && fz_bytes3(batch, t, s->d_v) >= limit) || fz_bytes3(batch, t, s->p_o) >= limit ||
