@@ -216,6 +216,17 @@ static void test_non_finite(void) {
         /* every key masked for one batch entry: out = b_o there */
         mask.valid_lens = lens;
         same_as_reference(&p, &mask, w, "rows with every key masked");
+        { /* sinks with a value that is not finite (the fast path's max-only pass) and ALiBi, causal
+             offset -1: the first row sees only its sink */
+            float sinks[2] = {1.5f, -0.75f};
+            mha_mask cm = {1, -1, NULL, 0, NULL, NULL};
+            p.w.sinks = sinks;
+            p.s.alibi = 1;
+            for (i = 0; i < 6; ++i) p.v[(40 + 7) * 6 + i] = INFINITY; /* batch 1, key 7 */
+            same_as_reference(&p, &cm, w, "sinks and ALiBi with an inf value, causal offset -1");
+            p.s.alibi = 0;
+            p.w.sinks = NULL;
+        }
         tu_problem_free(&p);
     }
 }
