@@ -1126,10 +1126,12 @@ MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t 
    -slope (P - j) alone would round them away in fp32. */
 #define MHA__DREF(c, qpos) \
     ((qpos) < 0 ? (qpos) : (qpos) >= (int64_t)(c)->m ? (qpos) - (int64_t)((c)->m ? (c)->m - 1 : 0) : 0)
-/* The sink of head i for a row whose logits are shifted by slope dref;
-   -inf (no sink) without sinks. */
-#define MHA__ROW_SINK(c, i, slope, dref) \
-    ((c)->w->sinks ? (c)->w->sinks[i] + (slope) * (float)(dref) : -(FLT_MAX * 2.0f))
+/* The sink of head i for a row at position qpos whose logits are shifted
+   by slope dref (slope 0: unshifted, as when decoding); -inf (no sink)
+   without sinks. */
+MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, float slope, int64_t qpos) {
+    return c->w->sinks ? c->w->sinks[i] + slope * (float)MHA__DREF(c, qpos) : -(FLT_MAX * 2.0f);
+}
 #define MHA__SINK_PARAM , float sink
 #define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
 #define MHA__SINK_ARG(x) , x
@@ -1238,7 +1240,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
     for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
     sum = mha__dot(sc, &one, 0, m, 0);
 #if !MHA_NO_EXTRAS
-    sum += mha__weight(sink, mx); /* 0 without a sink */
+    if (sink != -(FLT_MAX * 2.0f)) sum += mha__weight(sink, mx); /* with a sink */
 #endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
@@ -1258,7 +1260,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
 #if !MHA_NO_EXTRAS
-    const int64_t qpos = MHA__QPOS(c, t);
+    const int64_t qpos = MHA__QPOS(c, t), d0 = qpos - MHA__DREF(c, qpos); /* ALiBi's distance of key 0 */
 #endif
     for (j = 0; j < m; ++j) {
         float s = -(FLT_MAX * 2.0f);
@@ -1270,7 +1272,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
 #endif
                 s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, qpos - MHA__DREF(c, qpos) - (int64_t)j);
+            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, d0 - (int64_t)j);
 #endif
             if (bias) s += bias[j];
         }
@@ -1289,6 +1291,9 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
     const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
     float *sc = MHA__PART(c, MHA__SC);
     size_t j, pos, lo, hi;
+#if !MHA_NO_EXTRAS
+    const int extras = MHA__EXTRAS(c);
+#endif
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &lo, &hi);
     for (j = 0; j < slots; ++j) {
         pos = mha__slot_pos(j, e, c->ms);
@@ -1301,7 +1306,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
 #endif
                 sc[j] = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            if (MHA__EXTRAS(c)) /* at P = e - n + t */
+            if (extras) /* at P = e - n + t */
                 sc[j] = mha__extras(c, sc[j], slope, (int64_t)(e - c->n + t) - (int64_t)pos);
 #endif
         }
@@ -2255,7 +2260,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
 #else
     const float slope = MHA__SLOPE(c, i);
     const int extras = MHA__EXTRAS(c);
-#define MHA__TILE_SINK(r) MHA__ROW_SINK(c, i, slope, MHA__DREF(c, MHA__QPOS(c, t0 + (r))))
+#define MHA__TILE_SINK(r) mha__row_sink(c, i, slope, MHA__QPOS(c, t0 + (r)))
 #endif
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
@@ -2874,7 +2879,7 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
 #endif
         }
         mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv,
-                  h MHA__SINK_ARG(MHA__ROW_SINK(c, i, 0.0f, 0)));
+                  h MHA__SINK_ARG(mha__row_sink(c, i, 0.0f, 0)));
     }
 }
 
@@ -3168,7 +3173,7 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
         mha__project(c, MHA__PROJ_Q, c->queries + (b * c->n + t) * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
     }
 #if !MHA_NO_EXTRAS
-    mha__rope(c, MHA__PART(c, MHA__QP), c->h, c->pq, MHA__QPOS(c, t), NULL); /* (mha_head: no RoPE) */
+    if (MHA__ROPE(c)) mha__rope(c, MHA__PART(c, MHA__QP), c->h, c->pq, MHA__QPOS(c, t), NULL); /* (not mha_head) */
 #endif
 }
 MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
@@ -3184,7 +3189,7 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
 #endif
         mha__pool(mha__attend(c, b, t, i MHA__SINK_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
                   c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
-                  MHA__SINK_ARG(MHA__ROW_SINK(c, i, slope, MHA__DREF(c, MHA__QPOS(c, t)))));
+                  MHA__SINK_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
     }
 }
 MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
@@ -3255,7 +3260,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
 #endif
                 mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__SINK_ARG(MHA__SLOPE(c, i))), slots,
                           c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
-                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(MHA__ROW_SINK(c, i, 0.0f, 0)));
+                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(mha__row_sink(c, i, 0.0f, 0)));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }
