@@ -2034,16 +2034,19 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
         for (j = 0; j < rows * MHA__NR; ++j) vt[q * f->mr * MHA__NR + j] = 0.0f;
     if (c->head == MHA__CORE) {
+        const float *kr = keys + g * c->pk; /* the rows to pack, stride kst */
+        size_t kst = c->dk;
 #if !MHA_NO_EXTRAS
-        if (MHA__ROPE(c)) { /* the rows rotated in kp, then packed */
+        if (MHA__ROPE(c)) { /* the rows rotated in kp first */
             for (j = 0; j < rows; ++j) {
                 mha__copy(f->kp + (j0 + j) * c->pk, keys + j * c->dk + g * c->pk, c->pk);
                 mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * MHA__ROPE(c));
             }
-            mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
-        } else
+            kr = f->kp + j0 * c->pk;
+            kst = c->pk;
+        }
 #endif
-        mha__pack(keys + g * c->pk, c->dk, rows, c->pk, kt);
+        mha__pack(kr, kst, rows, c->pk, kt);
         for (j = 0; j < rows; ++j)
             for (a = 0; a < c->pv; ++a)
                 vt[(a / MHA__NR) * f->mr * MHA__NR + j * MHA__NR + a % MHA__NR] = values[j * c->dv + g * c->pv + a];
@@ -2910,11 +2913,11 @@ MHA__PRIVATE void mha__dec_out(void *arg, int32_t task) {
    queries, split-KV attention, merge, output; then the lengths. Without
    packed weights the projections run here, head by head (one packing
    buffer), and only the attention goes to the parallel-for. */
-MHA__PRIVATE void mha__fast_decode(const mha__ctx *c, float *ws) {
+MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
     mha__dec f;
     size_t b, i, k, panels = (c->po + MHA__NR - 1) / MHA__NR;
 #if !MHA_NO_EXTRAS
-    mha__rope_base((mha__ctx *)(void *)(size_t)c); /* the caller's own call state */
+    mha__rope_base(c);
 #endif
     mha__fast_decode_layout(&f, c, ws);
     f.packed = mha__packed(c);
