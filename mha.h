@@ -973,7 +973,7 @@ MHA__PRIVATE MHA__INLINE uint64_t mha__mulq(uint64_t a, uint64_t b) {
     return hi << 2 | lo >> 62;
 }
 
-/* 2^(x / 2^52) as m 2^(*e - 62), m in [2^62, 2^63), for |x| < 2^60. */
+/* 2^(x / 2^52) as m 2^(*e - 62), m in [2^62, 2^63), for -512 < x / 2^52 < 512. */
 MHA__PRIVATE uint64_t mha__pow2(int64_t x, int32_t *e) {
     const uint64_t u = (uint64_t)x + ((uint64_t)512 << 52), z = mha__mulq((u & (((uint64_t)1 << 52) - 1)) << 10,
                                                                            MHA__LN2_Q62);
@@ -1134,12 +1134,12 @@ MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, floa
 }
 #define MHA__SINK_PARAM , float sink
 #define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
-#define MHA__SINK_ARG(x) , x
+#define MHA__EXTRA_ARG(x) , x
 #else
 #define MHA__ROPE(c) ((size_t)0)
 #define MHA__SINK_PARAM
 #define MHA__SLOPE_PARAM
-#define MHA__SINK_ARG(x)
+#define MHA__EXTRA_ARG(x)
 #endif
 
 /* The projections of a call: for each, the offsets of its weight and bias
@@ -2882,7 +2882,7 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
 #endif
         }
         mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv,
-                  h MHA__SINK_ARG(mha__row_sink(c, i, 0.0f, 0)));
+                  h MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
     }
 }
 
@@ -3190,9 +3190,9 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
 #if !MHA_NO_EXTRAS
         const float slope = MHA__SLOPE(c, i);
 #endif
-        mha__pool(mha__attend(c, b, t, i MHA__SINK_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
+        mha__pool(mha__attend(c, b, t, i MHA__EXTRA_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
                   c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
-                  MHA__SINK_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
+                  MHA__EXTRA_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
     }
 }
 MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
@@ -3261,9 +3261,9 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
 #endif
-                mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__SINK_ARG(MHA__SLOPE(c, i))), slots,
+                mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__EXTRA_ARG(MHA__SLOPE(c, i))), slots,
                           c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
-                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__SINK_ARG(mha__row_sink(c, i, 0.0f, 0)));
+                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }
