@@ -417,6 +417,16 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
                                   float *out);
 
+/* 16-bit floats: IEEE binary16 (f16) and bfloat16 (bf16), as their bits in a
+   uint16_t, to and from float, bit for bit the same on every target (no FPU
+   or compiler conversion is used): float -> 16 bits rounds to nearest, ties
+   to even, overflows to inf and keeps subnormals; 16 bits -> float is
+   exact. A NaN stays a NaN, made quiet, with the top bits of its payload. */
+MHADEF uint16_t mha_f16_from_f32(float x);
+MHADEF float mha_f32_from_f16(uint16_t h);
+MHADEF uint16_t mha_bf16_from_f32(float x);
+MHADEF float mha_f32_from_bf16(uint16_t h);
+
 #ifdef __cplusplus
 }
 #endif
@@ -567,8 +577,7 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
 extern "C" {
 #endif
 
-/* ---- bits of a float (MHA_NO_LIBM, MHA_FAST) ------------------------------- */
-#if MHA_NO_LIBM || MHA_FAST
+/* ---- bits of a float ------------------------------------------------------- */
 /* The float whose bits are u, without type punning or libc (GCC and clang
    turn the builtin into a register move). */
 MHA__PRIVATE float mha__from_bits(uint32_t u) {
@@ -583,8 +592,19 @@ MHA__PRIVATE float mha__from_bits(uint32_t u) {
 #endif
     return f;
 }
+/* The bits of f (as mha__from_bits). */
+MHA__PRIVATE uint32_t mha__bits(float f) {
+    uint32_t u = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_memcpy(&u, &f, 4);
+#else
+    const unsigned char *s = (const unsigned char *)&f;
+    unsigned char *d = (unsigned char *)&u;
+    int i;
+    for (i = 0; i < 4; ++i) d[i] = s[i];
 #endif
-
+    return u;
+}
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
 #if MHA_NO_LIBM
 /* e^x. x = k ln2 + r + rl with |r| <= ln2/2: r = x - k ln2_hi is exact (ln2
@@ -3517,6 +3537,46 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
         return MHA_ERR_OVERFLOW;
     mha__project(&c, MHA__PROJ_O, concat, c.batch, 0, out);
     return MHA_OK;
+}
+
+/* 16-bit floats (see their declarations): bit operations only, so that every
+   target rounds alike. */
+MHADEF uint16_t mha_f16_from_f32(float x) {
+    const uint32_t u = mha__bits(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    uint32_t e, m, sh, q, rest;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN, quiet */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* inf, or rounds up past 65504 */
+    if (a >= 0x38800000u) /* normal: exponent rebiased by 112, 13 bits rounded off */
+        return (uint16_t)(sign | ((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13));
+    e = a >> 23; /* a subnormal f16 (or 0): |x| / 2^-24 = m 2^(e - 126), rounded */
+    m = (a & 0x7fffffu) | (e ? 0x800000u : 0u);
+    sh = 126u - (e ? e : 1u);
+    if (sh > 24u) return (uint16_t)sign;
+    q = m >> sh;
+    rest = m & ((1u << sh) - 1u);
+    if (rest > (1u << (sh - 1u)) || (rest == (1u << (sh - 1u)) && (q & 1u))) ++q;
+    return (uint16_t)(sign | q);
+}
+MHADEF float mha_f32_from_f16(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu;
+    uint32_t m = h & 0x3ffu, k = 0;
+    if (e == 31u) return mha__from_bits(sign | 0x7f800000u | (m ? 0x400000u | (m << 13) : 0u));
+    if (e) return mha__from_bits(sign | ((e + 112u) << 23) | (m << 13));
+    if (!m) return mha__from_bits(sign);
+    while (!(m & 0x400u)) { /* subnormal: normalise */
+        m <<= 1;
+        ++k;
+    }
+    return mha__from_bits(sign | ((113u - k) << 23) | ((m & 0x3ffu) << 13));
+}
+MHADEF uint16_t mha_bf16_from_f32(float x) {
+    const uint32_t u = mha__bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN, quiet */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+MHADEF float mha_f32_from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    return mha__from_bits((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u);
 }
 
 MHADEF mha_status mha_attend(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,

@@ -90,6 +90,113 @@ static double rope_sweep(double *top) {
     return worst;
 }
 
+/* ---- 16-bit floats ---------------------------------------------------------- */
+
+#define SIXTEEN_STRIDE (MATHF_STRIDE * 8u + 3u) /* 3899 on the host: about a million floats */
+
+/* The exact value of f16 bits h, from the definition (sign, 5-bit exponent
+   with bias 15, 10-bit fraction; exponent 0: subnormal), in double. */
+static double f16_value(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 31 ? INFINITY : e ? ldexp(1.0 + m / 1024.0, e - 15) : ldexp(m / 1024.0, -14);
+    return (h & 0x8000) ? -v : v;
+}
+/* The nearest f16 to x (ties to even), found by comparing x with the values
+   of the bit patterns around it: a second algorithm, not mha.h's. */
+static uint16_t f16_nearest(float x) {
+    double ax = fabs((double)x), best = INFINITY;
+    uint16_t lo = 0, hi = 0x7c00, mid, pick = 0;
+    while (hi - lo > 1) { /* the largest finite pattern with value <= |x| (patterns are monotonic) */
+        mid = (uint16_t)((lo + hi) / 2);
+        if (f16_value(mid) <= ax) lo = mid; else hi = mid;
+    }
+    {
+        uint16_t c[2];
+        int k;
+        c[0] = lo;
+        c[1] = (uint16_t)(lo + 1); /* 0x7c00 is inf: past 65504 the next step would be 2^16 */
+        for (k = 0; k < 2; ++k) {
+            double v = c[k] == 0x7c00 ? 65536.0 : f16_value(c[k]), d = fabs(v - ax);
+            if (d < best || (d == best && !(c[k] & 1))) best = d, pick = c[k];
+        }
+        if (ax >= 65536.0) pick = 0x7c00;
+    }
+    return (uint16_t)(pick | (signbit(x) ? 0x8000 : 0));
+}
+static uint16_t bf16_nearest(float x) { /* the same, by bf16's two neighbours */
+    uint32_t u, t;
+    double ax = fabs((double)x), a, b;
+    memcpy(&u, &x, 4);
+    if (isinf(x)) return (uint16_t)(u >> 16);
+    t = u & 0x7fff0000u; /* truncated magnitude */
+    {
+        float fa, fb;
+        uint32_t ua = t, ub = t + 0x10000u;
+        memcpy(&fa, &ua, 4);
+        memcpy(&fb, &ub, 4);
+        a = (double)fa;
+        b = ub >= 0x7f800000u ? ldexp(1.0, 128) : (double)fb; /* past FLT_MAX the next step is 2^128: inf */
+        t = fabs(ax - a) < fabs(b - ax) || (fabs(ax - a) == fabs(b - ax) && !((t >> 16) & 1u)) ? t : t + 0x10000u;
+    }
+    return (uint16_t)(((u >> 16) & 0x8000u) | (t >> 16));
+}
+
+static void test_16bit(void) {
+    uint32_t h, u, bad_exact = 0, bad_back = 0, bad_nan = 0, bad_round = 0, bad_bexact = 0, bad_bback = 0, n = 0;
+    for (h = 0; h < 65536; ++h) { /* every pattern: the exact value, and back */
+        float f = mha_f32_from_f16((uint16_t)h), b = mha_f32_from_bf16((uint16_t)h);
+        uint32_t bu = h << 16, fu;
+        float bref;
+        int nan16 = ((h >> 10) & 31) == 31 && (h & 1023), nanb = (bu & 0x7fffffffu) > 0x7f800000u;
+        memcpy(&bref, &bu, 4);
+        if (nan16) {
+            memcpy(&fu, &f, 4);
+            bad_nan += !(f != f) || (fu & 0x400000u) == 0 || ((fu >> 13) & 0x1ffu) != (h & 0x1ffu) ||
+                       mha_f16_from_f32(f) != (h | 0x200u);
+        } else {
+            bad_exact += (double)f != f16_value((uint16_t)h) || !!signbit(f) != ((h & 0x8000) != 0);
+            bad_back += mha_f16_from_f32(f) != h;
+        }
+        if (nanb)
+            bad_nan += !(b != b) || mha_bf16_from_f32(b) != (h | 0x40u);
+        else {
+            uint32_t got;
+            memcpy(&got, &b, 4);
+            bad_bexact += got != bu;
+            bad_bback += mha_bf16_from_f32(b) != h;
+        }
+        (void)bref;
+    }
+    CHECK(!bad_exact && !bad_back && !bad_bexact && !bad_bback && !bad_nan,
+          "16-bit floats, all 65536 patterns: exact value %u bad, back %u bad; bf16 %u / %u; NaN %u",
+          bad_exact, bad_back, bad_bexact, bad_bback, bad_nan);
+    /* float -> 16 bits against the nearest-value search, every SIXTEEN_STRIDE-th float and the edges */
+    for (u = 0; ; u += SIXTEEN_STRIDE) {
+        float x;
+        memcpy(&x, &u, 4);
+        if (!(x != x)) {
+            ++n;
+            bad_round += mha_f16_from_f32(x) != f16_nearest(x) || mha_bf16_from_f32(x) != bf16_nearest(x);
+        }
+        if (u > 0xffffffffu - SIXTEEN_STRIDE) break;
+    }
+    {
+        static const float edge[] = {INFINITY, 65504.0f, 65519.99f, 65520.0f, 65535.0f, 1e9f, 5.96046448e-8f, 2.98023224e-8f,
+                                     2.98023259e-8f, 8.94069672e-8f, 6.10351562e-5f, 6.09755516e-5f, 1e-45f,
+                                     3.40282347e38f, 3.3961775e38f, 1.0009765625f, 1.00048828125f, 1.00146484375f};
+        size_t k;
+        for (k = 0; k < sizeof edge / sizeof edge[0]; ++k) {
+            n += 2;
+            bad_round += mha_f16_from_f32(edge[k]) != f16_nearest(edge[k]) ||
+                         mha_f16_from_f32(-edge[k]) != f16_nearest(-edge[k]) ||
+                         mha_bf16_from_f32(edge[k]) != bf16_nearest(edge[k]);
+        }
+    }
+    printf("16-bit floats: all 65536 f16 and bf16 patterns exact and back; %lu floats rounded as the nearest-value "
+           "search rounds them (ties, overflow, subnormals): %lu differ\n", (unsigned long)n, (unsigned long)bad_round);
+    CHECK(bad_round == 0, "float -> f16/bf16 rounding: %u of %u differ", bad_round, n);
+}
+
 int main(void) {
     float wx = 0.0f;
     unsigned long n;
@@ -141,5 +248,6 @@ int main(void) {
                exact ? "yes" : "no");
         CHECK(e_slope <= 0.5 && exact, "ALiBi slopes: %.3f ulp, exact %d", e_slope, exact);
     }
+    test_16bit();
     return tu_summary();
 }
