@@ -42,7 +42,8 @@ PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_h
           "mha_output_rows", "mha_workspace_size", "mha_reference_workspace_size", "mha_weight_counts_get",
           "mha_packed_weights_size", "mha_pack_weights", "mha_status_string", "mha_build_info", "mha_attend",
           "mha_attend_workspace_size", "mha_cache_bytes", "mha_cache_append", "mha_decode", "mha_decode_parallel",
-          "mha_decode_reference", "mha_decode_workspace_size", "mha_decode_reference_workspace_size"]
+          "mha_decode_reference", "mha_decode_workspace_size", "mha_decode_reference_workspace_size",
+          "mha_f16_from_f32", "mha_f32_from_f16", "mha_bf16_from_f32", "mha_f32_from_bf16"]
 DECODER = ["mha_decode", "mha_cache_append"]
 # everything: the whole library (grew from 4096 when the decoding API came in,
 # and to 8704 with RoPE, ALiBi, the soft-cap and sinks); smallest: mha_forward
