@@ -367,6 +367,29 @@ static void test_knobs(void) {
     s.rope_dim = 2;
     CHECK(mha_head(&s, &p.w, 0, p.q, p.k, p.v, 4, 4, p.out, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
           "mha_head with RoPE: MHA_ERR_SHAPE");
+    { /* ALiBi with queries far from every key (causal offset near INT32_MAX), with sinks: as the
+         double-precision naive implementation (the scores' precision is kept) */
+        mha_mask far = {1, INT32_MAX - 10, NULL, 0, NULL, NULL};
+        double ref[2 * 3 * 16], mx, err;
+        size_t j, no = (size_t)2 * 3 * (size_t)base.p_o;
+        int v;
+        for (k = 0; k < 16; ++k) sinks[k] = 0.25f * (float)k - 1.0f;
+        s = base;
+        s.alibi = 1;
+        for (v = 0; v < 2; ++v) { /* without sinks (the keys' own weights), then with them */
+            p.w.sinks = v ? sinks : NULL;
+            ok = mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, &far, p.out, NULL, p.ws, p.ws_bytes) == MHA_OK;
+            naive_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, &far, ref, NULL);
+            for (j = 0, mx = err = 0.0; j < no && no <= 96; ++j) {
+                mx = fabs(ref[j]) > mx ? fabs(ref[j]) : mx;
+                err = fabs((double)p.out[j] - ref[j]) > err ? fabs((double)p.out[j] - ref[j]) : err;
+            }
+            CHECK(ok && no <= 96 && err <= 1e-5 * (1.0 + mx),
+                  "ALiBi%s at causal offset INT32_MAX - 10: as the double reference (error %.3g)",
+                  v ? " and sinks" : "", err);
+        }
+        p.w.sinks = NULL;
+    }
     for (k = 0; k < 16; ++k) sinks[k] = k % 3 ? -INFINITY : (k % 2 ? NAN : INFINITY);
     p.w.sinks = sinks;
     s = base;
