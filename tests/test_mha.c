@@ -833,6 +833,42 @@ static void test_alibi_slopes(void) {
     }
 }
 
+
+/* 16-bit floats (test_mathf.c checks them against an independent search):
+   every pattern back to itself, NaN quiet, and rounding cases whose answers
+   follow from the formats' definitions. */
+static void test_16bit_floats(void) {
+    static const struct { float x; uint16_t f16, bf16; } cases[] = {
+        {1.0f, 0x3c00, 0x3f80},        {-2.0f, 0xc000, 0xc000},       {65504.0f, 0x7bff, 0x4780},
+        {65519.0f, 0x7bff, 0x4780},    {65520.0f, 0x7c00, 0x4780},    {1e30f, 0x7c00, 0x714a}, /* bits 0x7149f2ca: the low half rounds up */
+        {1.00048828125f, 0x3c00, 0x3f80}, /* 1 + 2^-11: a tie, to even */
+        {1.00146484375f, 0x3c02, 0x3f80}, /* 1 + 3 2^-11: a tie, to even (up) */
+        {2.98023224e-8f, 0x0000, 0x3300}, /* 2^-25: a tie between 0 and 2^-24, to 0 */
+        {2.98023259e-8f, 0x0001, 0x3300}, /* just above: the smallest subnormal */
+        {6.10351562e-5f, 0x0400, 0x3880}, /* 2^-14, the smallest normal */
+        {-0.0f, 0x8000, 0x8000},       {3.40282347e38f, 0x7c00, 0x7f80}, /* FLT_MAX rounds up to inf in bf16 */
+        {1.00390625f, 0x3c04, 0x3f80}, /* 1 + 2^-8: exact in f16; a tie in bf16, to even */
+        {1.01171875f, 0x3c0c, 0x3f82}, /* 1 + 3 2^-8: a tie in bf16, to even (up) */
+    };
+    uint32_t h;
+    size_t k;
+    int ok = 1;
+    for (h = 0; h < 65536; ++h) {
+        float f = mha_f32_from_f16((uint16_t)h), b = mha_f32_from_bf16((uint16_t)h);
+        int nan16 = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu), nanb = (h & 0x7f80u) == 0x7f80u && (h & 0x7fu);
+        ok &= nan16 ? f != f && mha_f16_from_f32(f) == (h | 0x200u) : mha_f16_from_f32(f) == h;
+        ok &= nanb ? b != b && mha_bf16_from_f32(b) == (h | 0x40u) : mha_bf16_from_f32(b) == h;
+    }
+    CHECK(ok, "16-bit floats: all 65536 f16 and bf16 patterns back to themselves (NaN made quiet)");
+    for (k = 0; k < sizeof cases / sizeof cases[0]; ++k)
+        CHECK(mha_f16_from_f32(cases[k].x) == cases[k].f16 && mha_bf16_from_f32(cases[k].x) == cases[k].bf16,
+              "16-bit floats: %.9g gives f16 %04x (want %04x), bf16 %04x (want %04x)", (double)cases[k].x,
+              mha_f16_from_f32(cases[k].x), cases[k].f16, mha_bf16_from_f32(cases[k].x), cases[k].bf16);
+    CHECK(mha_f32_from_f16(0x0001) == 5.96046448e-8f && mha_f32_from_f16(0x7bff) == 65504.0f &&
+              mha_f32_from_f16(0xfc00) < -3.4e38f && mha_f32_from_bf16(0x3f80) == 1.0f,
+          "16-bit floats: known values back to float");
+}
+
 int main(void) {
     test_reference_vectors();
     test_core_vectors();
@@ -851,6 +887,7 @@ int main(void) {
     test_statuses();
     test_numbers();
     test_entry_points();
+    test_16bit_floats();
     if (!mha_build_info().no_extras) {
         test_rope_pairings();
         test_alibi_slopes();
