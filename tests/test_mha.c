@@ -864,7 +864,7 @@ static void test_16bit_floats(void) {
         CHECK(mha_f16_from_f32(cases[k].x) == cases[k].f16 && mha_bf16_from_f32(cases[k].x) == cases[k].bf16,
               "16-bit floats: %.9g gives f16 %04x (want %04x), bf16 %04x (want %04x)", (double)cases[k].x,
               mha_f16_from_f32(cases[k].x), cases[k].f16, mha_bf16_from_f32(cases[k].x), cases[k].bf16);
-    CHECK(mha_f32_from_f16(0x0001) == 5.96046448e-8f && mha_f32_from_f16(0x7bff) == 65504.0f &&
+    CHECK(mha_f32_from_f16(0x0001) == 1.0f / 16777216.0f && mha_f32_from_f16(0x7bff) == 65504.0f && /* 2^-24 */
               mha_f32_from_f16(0xfc00) < -3.4e38f && mha_f32_from_bf16(0x3f80) == 1.0f,
           "16-bit floats: known values back to float");
 }
