@@ -164,21 +164,40 @@ enum {
     MHA_ROPE_ADJACENT = 1 /* (x_{2a}, x_{2a+1}): GPT-J, the original LLaMA, llama2.c */
 };
 
+/* Element types of the weight matrices (mha_weights.type) and of a KV cache
+   (mha_cache.type): 32-bit float, or 16-bit floats held as their bits in
+   uint16_t (IEEE binary16, bfloat16). The arithmetic is fp32 for every type:
+   16-bit elements are converted exactly on reading, and values written to a
+   16-bit cache are rounded to nearest, ties to even (README, "16-bit
+   weights and caches"). */
+enum {
+    MHA_F32 = 0,
+    MHA_F16 = 1, /* IEEE binary16: 5 exponent bits, 10 fraction bits */
+    MHA_BF16 = 2 /* bfloat16: float's 8 exponent bits, 7 fraction bits */
+};
+
 /* Weights, row-major in the Linear convention (out_features x in_features),
    so PyTorch's tensors can be passed as they are. Biases may be NULL (zero).
    Rows i*p_q .. i*p_q+p_q-1 of w_q are W_q^(i); likewise for k and v with the
-   kv head index. Column block i*p_v .. of w_o multiplies h_i. */
+   kv head index. Column block i*p_v .. of w_o multiplies h_i. The four
+   matrices are floats, or 16-bit elements (uint16_t) when type says so;
+   biases, sinks and the additive weights are always floats. */
 typedef struct mha_weights {
-    const float *w_q, *b_q;       /* [heads*p_q][d_q], [heads*p_q] */
-    const float *w_k, *b_k;       /* [kv_heads*p_k][d_k], [kv_heads*p_k] */
-    const float *w_v, *b_v;       /* [kv_heads*p_v][d_v], [kv_heads*p_v] */
-    const float *w_o, *b_o;       /* [p_o][heads*p_v], [p_o] */
+    const void *w_q;              /* [heads*p_q][d_q] */
+    const float *b_q;             /* [heads*p_q] */
+    const void *w_k;              /* [kv_heads*p_k][d_k] */
+    const float *b_k;             /* [kv_heads*p_k] */
+    const void *w_v;              /* [kv_heads*p_v][d_v] */
+    const float *b_v;             /* [kv_heads*p_v] */
+    const void *w_o;              /* [p_o][heads*p_v] */
+    const float *b_o;             /* [p_o] */
     const float *a_q, *a_k, *a_v; /* additive only: A_q [heads][p_a][p_q], A_k [heads][p_a][p_k],
                                      w_a [heads][p_a] */
     const void *packed;           /* NULL, or a buffer that mha_pack_weights() filled from these
                                      weights: the fast path then skips packing them each call */
     const float *sinks;           /* NULL, or [heads]: attention sinks, one logit per head that joins
                                      the softmax's denominator only (no value) */
+    int32_t type;                 /* element type of w_q, w_k, w_v, w_o: MHA_F32 (0), MHA_F16, MHA_BF16 */
 } mha_weights;
 
 /* Which keys a query may see. Every mask given is ANDed. A query row that
@@ -338,20 +357,22 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
    appended) lives in slot P (window 0), or in slot P mod capacity (window
    >= 1: the slots are reused as a ring). Start with every length 0. */
 typedef struct mha_cache {
-    float *k;         /* [batch][kv_heads][capacity][p_k]  projected keys, W_k k + b_k */
-    float *v;         /* [batch][kv_heads][capacity][p_v]  projected values */
+    void *k;          /* [batch][kv_heads][capacity][p_k]  projected keys, W_k k + b_k */
+    void *v;          /* [batch][kv_heads][capacity][p_v]  projected values */
     int32_t *length;  /* [batch]: tokens appended so far = the position of the next token */
     int32_t capacity; /* slots per sequence and kv head, >= 1 */
     int32_t window;   /* 0: a query at position P sees every position <= P, and appending past
                          capacity is MHA_ERR_CAPACITY; w >= 1: it sees P-w+1 .. P, and the
                          slots are a ring (capacity >= w + t - 1 for a chunk of t tokens) */
-    int32_t type;     /* element type of k and v: 0 (float) is the only one today; any other
-                         value is MHA_ERR_SHAPE (room for 16-bit and int8 caches) */
+    int32_t type;     /* element type of k and v: MHA_F32 (0: float), MHA_F16 or MHA_BF16
+                         (uint16_t; dot scoring only); any other value is MHA_ERR_SHAPE */
 } mha_cache;
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
-   a bad shape or an overflow). */
+   a bad shape or an overflow): with float elements, and with elements of
+   `type` (0 also for an unknown type). */
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity);
+MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type);
 
 /* Projects t keys and values per sequence and appends them to the cache at
    each sequence's own length[b], which then grows by t:
@@ -359,8 +380,8 @@ MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t cap
    For a cross-attention cache (an encoder's output), or a prompt whose
    queries you do not need. Needs w_k and w_v (biases optional). Returns, in
    this order: MHA_ERR_NULL (shape or w), MHA_ERR_SHAPE (the shape; batch or
-   t < 0; capacity < 1; window < 0; type != 0; a window and capacity <
-   window + t - 1), MHA_ERR_NULL (cache, its arrays, keys, values, w_k, w_v),
+   t < 0; capacity < 1; window < 0; an unknown type, or a 16-bit one with
+   additive scoring; a window and capacity < window + t - 1), MHA_ERR_NULL (cache, its arrays, keys, values, w_k, w_v),
    MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
    MHA_ERR_MASK (a length < 0, or > capacity without a window),
    MHA_ERR_CAPACITY (without a window length + t > capacity; with one
@@ -605,6 +626,37 @@ MHA__PRIVATE uint32_t mha__bits(float f) {
 #endif
     return u;
 }
+
+/* ---- element types (MHA_F32, MHA_F16, MHA_BF16) ----------------------------
+   The weight matrices and the cache have an element type; everything else
+   is float. These are the leaves where the types enter: the address and the
+   value of element idx of a typed array, and the rounding of a float into
+   one. Under MHA_NO_EXTRAS every type is MHA_F32 (a 16-bit one is refused). */
+#if MHA_NO_EXTRAS
+#define MHA__WTYPE(c) 0
+#define MHA__CTYPE(c) 0
+#else
+#define MHA__WTYPE(c) ((int)(c)->w->type)     /* of W_q, W_k, W_v, W_o */
+#define MHA__CTYPE(c) ((int)(c)->cache->type) /* of the cache's k and v */
+#endif
+MHA__PRIVATE const void *mha__elt(const void *p, int type, size_t idx) {
+    return (const unsigned char *)p + idx * (type ? 2u : 4u);
+}
+MHA__PRIVATE float mha__elt_f32(const void *p, int type, size_t idx) {
+    if (!type) return ((const float *)p)[idx];
+    return type == MHA_F16 ? mha_f32_from_f16(((const uint16_t *)p)[idx]) : mha_f32_from_bf16(((const uint16_t *)p)[idx]);
+}
+/* y[0..n) (type) = x[0..n), rounded to nearest even for a 16-bit type. */
+MHA__PRIVATE void mha__elt_store(void *y, int type, const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        if (!type)
+            ((float *)y)[i] = x[i];
+        else
+            ((uint16_t *)y)[i] = type == MHA_F16 ? mha_f16_from_f32(x[i]) : mha_bf16_from_f32(x[i]);
+    }
+}
+
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
 #if MHA_NO_LIBM
 /* e^x. x = k ln2 + r + rl with |r| <= ln2/2: r = x - k ln2_hi is exact (ln2
@@ -797,8 +849,9 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->fast = 0;
 #endif
 #if MHA_NO_EXTRAS
-    if (s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks) return MHA_ERR_SHAPE;
+    if (s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks || w->type) return MHA_ERR_SHAPE;
 #else
+    if ((uint32_t)w->type > (uint32_t)MHA_BF16) return MHA_ERR_SHAPE;
     if (s->rope_dim < 0 || s->rope_dim % 2 || s->rope_dim > s->p_q || s->rope_dim > s->p_k ||
         (uint32_t)s->rope_pairs > 1u || !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX) ||
         !(s->softcap >= 0.0f && s->softcap <= FLT_MAX))
@@ -891,8 +944,9 @@ MHA__PRIVATE size_t mha__layout(const mha__ctx *c, size_t *part) {
                       (c->mask && c->mask->bias ? 0u : 2u << MHA__ROW_ATTN) | (c->cache ? 0u : 12u << MHA__ROW_ATTN);
     size_t t = 0, any = 0;
     int k;
-    for (k = 0; k < MHA__ROWS_ARRAYS; ++k)
-        if (!((absent >> k) & 1u)) any |= mha__mul(mha__count(c, k), sizeof(float));
+    for (k = 0; k < MHA__ROWS_ARRAYS; ++k) /* the weight matrices and the cache in bytes of their type */
+        if (!((absent >> k) & 1u))
+            any |= mha__mul(mha__count(c, k), k < 4 && MHA__WTYPE(c) ? 2 : k >= 12 && MHA__CTYPE(c) ? 2 : sizeof(float));
     for (; k < MHA__ROWS; ++k) {
         if (part) part[k - MHA__ROWS_ARRAYS] = t;
         t = mha__add(t, mha__count(c, k));
@@ -911,7 +965,7 @@ MHA__PRIVATE float *mha__align(void *workspace) {
 }
 
 /* Stands in for the weights where only sizes are asked for. */
-static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
 
 /* ---- reference kernels ---------------------------------------------------- */
 
@@ -937,18 +991,28 @@ MHA__PRIVATE float mha__add_comp(float s, float b, float *comp) {
 
 /* sum_i x[i] y[i ys] for i < n (ys = 0: a constant y), in blocks (see
    MHA__BLOCK) added with mha__add_comp; with skip0 the terms whose x is
-   exactly 0 are left out. */
-MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t ys, size_t n, int skip0) {
-    float s = 0.0f, comp = 0.0f, b;
-    size_t i = 0, e;
-    while (i < n) {
-        e = n - i < MHA__BLOCK ? n : i + MHA__BLOCK;
-        for (b = 0.0f; i < e; ++i)
-            if (!skip0 || x[i] != 0.0f) b += x[i] * y[i * ys];
-        s = mha__add_comp(s, b, &comp);
-    }
+   exactly 0 are left out. mha__dot_t: y of an element type (a 16-bit y
+   gives the float result of its values, summed in the same order). */
+#define MHA__DOT(Y)                                                                                      \
+    float s = 0.0f, comp = 0.0f, b;                                                                      \
+    size_t i = 0, e;                                                                                     \
+    while (i < n) {                                                                                      \
+        e = n - i < MHA__BLOCK ? n : i + MHA__BLOCK;                                                     \
+        for (b = 0.0f; i < e; ++i)                                                                       \
+            if (!skip0 || x[i] != 0.0f) b += x[i] * (Y);                                                 \
+        s = mha__add_comp(s, b, &comp);                                                                  \
+    }                                                                                                    \
     return s;
+MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t ys, size_t n, int skip0) { MHA__DOT(y[i * ys]) }
+#if MHA_NO_EXTRAS
+#define mha__dot_t(x, y, type, ys, n, skip0) mha__dot(x, (const float *)(y), ys, n, skip0)
+#else
+MHA__PRIVATE MHA__NOINLINE float mha__dot16(const float *x, const void *y, int type, size_t ys, size_t n, int skip0) {
+    MHA__DOT(mha__elt_f32(y, type, i * ys))
 }
+#define mha__dot_t(x, y, type, ys, n, skip0) \
+    ((type) ? mha__dot16(x, y, type, ys, n, skip0) : mha__dot(x, (const float *)(y), ys, n, skip0))
+#endif
 
 /* The attention rules' weight of a score s in a row whose max is mx: 0 for
    a masked key (-inf), 1 for s == mx (also +inf), e^(s - mx) else, and
@@ -1183,11 +1247,13 @@ static const unsigned char mha__proj[6][4] = {
 MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const float *x, size_t rows, size_t o0,
                                              float *y) {
     const unsigned char *f = mha__proj[which];
-    const float *W = *(const float *const *)(const void *)((const unsigned char *)c->w + f[0]);
+    const void *W = *(const void *const *)(const void *)((const unsigned char *)c->w + f[0]);
     const float *b = f[1] ? *(const float *const *)(const void *)((const unsigned char *)c->w + f[1]) : NULL;
+    const int type = which <= MHA__PROJ_O ? MHA__WTYPE(c) : 0; /* A_q, A_k: floats */
     size_t in = MHA__SIZE(c, f[2]) * (which == MHA__PROJ_O ? c->h : 1), out = MHA__SIZE(c, f[3]), r, o;
     for (r = 0; r < rows; ++r, x += in)
-        for (o = o0; o < o0 + out; ++o) *y++ = W ? mha__dot(W + o * in, x, 1, in, 0) + (b ? b[o] : 0.0f) : x[o];
+        for (o = o0; o < o0 + out; ++o)
+            *y++ = W ? mha__dot_t(x, mha__elt(W, type, o * in), type, 1, in, 0) + (b ? b[o] : 0.0f) : x[o];
 }
 
 #if !MHA_NO_ADDITIVE
@@ -1246,8 +1312,8 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
    divided by their compensated sum; a row with every key masked is all 0.
    Keys of weight exactly 0 are skipped, so a masked key's values never reach
    the output. A sink (-inf: none) counts in the max and, last, in the sum,
-   and has no value. */
-MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, size_t vst, size_t pv,
+   and has no value. The values have element type vtype (a cache's). */
+MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, int vtype, size_t vst, size_t pv,
                                           float *ho MHA__SINK_PARAM) {
     static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
     float mx = -(FLT_MAX * 2.0f), sum;
@@ -1264,7 +1330,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const float *v, s
 #endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
-    for (a = 0; a < pv; ++a) ho[a] = mha__dot(sc, v + a, vst, m, 1);
+    for (a = 0; a < pv; ++a) ho[a] = mha__dot_t(sc, mha__elt(v, vtype, a), vtype, vst, m, 1);
 }
 
 /* Query t of batch entry b, head i, with its projection in MHA__QP (and for
@@ -1308,7 +1374,8 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
 MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
                                                     size_t slots MHA__SLOPE_PARAM) {
     const size_t g = i / c->grp;
-    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
+    const float *q = MHA__PART(c, MHA__QP) + i * c->pq;
+    const void *k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + g) * c->ms * c->pk);
     float *sc = MHA__PART(c, MHA__SC);
     size_t j, pos, lo, hi;
 #if !MHA_NO_EXTRAS
@@ -1324,7 +1391,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
                 sc[j] = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * c->ms + j) * c->pa);
             else
 #endif
-                sc[j] = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
+                sc[j] = c->scale * mha__dot_t(q, mha__elt(k, MHA__CTYPE(c), j * c->pk), MHA__CTYPE(c), 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
             if (extras) /* at P = e - n + t */
                 sc[j] = mha__extras(c, sc[j], slope, (int64_t)(e - c->n + t) - (int64_t)pos);
@@ -1654,6 +1721,40 @@ MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out
 }
 #endif
 
+/* A vector from VL 16-bit elements of type (MHA_F16, MHA_BF16), exactly:
+   the hardware's conversion where the target has it (AVX-512F, F16C, NEON;
+   bf16 is a shift), else the portable one lane by lane. mha__vload_t: a
+   vector from element idx of an array of any type; callers inline it with
+   a constant type, so each type gets its own loop. */
+MHA__PRIVATE MHA__INLINE mha__v mha__vload16(const uint16_t *p, int type) {
+#if !MHA_NO_SIMD && defined(__AVX512F__)
+    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    return type == MHA_F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+#define MHA__V16_HW 1
+#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+#ifdef __F16C__
+    if (type == MHA_F16) return _mm256_cvtph_ps(h);
+#endif
+    if (type == MHA_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
+    if (type == MHA_F16) return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+#define MHA__V16_HW 1
+#endif
+#ifndef MHA__V16_HW /* the lanes one at a time */
+    {
+        float b[MHA__VL];
+        int l;
+        for (l = 0; l < MHA__VL; ++l) b[l] = mha__elt_f32(p, type, (size_t)l);
+        return mha__vload(b);
+    }
+#endif
+}
+MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx) {
+    return type ? mha__vload16((const uint16_t *)p + idx, type) : mha__vload((const float *)p + idx);
+}
+
 /* The micro-kernel: c[MR][NR] (row stride ldc) = ((acc ? c : 0) + a b) + bias,
    with a [MR][k] (row stride lda), b one packed panel [k][NR] and bias NULL
    (none) or [NR] for every row. a b is summed from zero, so that a long dot
@@ -1727,18 +1828,20 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const 
 
 /* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
    panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. Reads
-   NR rows side by side, so that the writes are sequential. */
-MHA__PRIVATE void mha__pack(const float *w, size_t ldw, size_t p, size_t d, float *bp) {
+   NR rows side by side, so that the writes are sequential. mha__pack_t: W
+   of an element type (converted: the panels are floats). */
+MHA__PRIVATE void mha__pack_t(const void *w, int type, size_t ldw, size_t p, size_t d, float *bp) {
     size_t q, l, i, nl;
     for (q = 0; q * MHA__NR < p; ++q, bp += d * MHA__NR) {
-        const float *wq = w + q * MHA__NR * ldw;
+        const size_t wq = q * MHA__NR * ldw;
         nl = p - q * MHA__NR < MHA__NR ? p - q * MHA__NR : MHA__NR;
         for (i = 0; i < d; ++i) {
-            for (l = 0; l < nl; ++l) bp[i * MHA__NR + l] = wq[l * ldw + i];
+            for (l = 0; l < nl; ++l) bp[i * MHA__NR + l] = mha__elt_f32(w, type, wq + l * ldw + i);
             for (; l < MHA__NR; ++l) bp[i * MHA__NR + l] = 0.0f;
         }
     }
 }
+#define mha__pack(w, ldw, p, d, bp) mha__pack_t(w, MHA_F32, ldw, p, d, bp)
 
 #if defined(__cplusplus)
 #define MHA__RESTRICT __restrict
@@ -1897,12 +2000,14 @@ MHA__PRIVATE const float *mha__packed(const mha__ctx *c) {
 /* W_k^(g) and W_v^(g) (per_g floats), and W_q^(i) and W_o's block i (per_i
    floats), packed at dst as mha_pack_weights lays them out. */
 MHA__PRIVATE void mha__pack_kv(const mha__ctx *c, size_t g, float *dst) {
-    mha__pack(c->w->w_k + g * c->pk * c->dk, c->dk, c->pk, c->dk, dst);
-    mha__pack(c->w->w_v + g * c->pv * c->dv, c->dv, c->pv, c->dv, dst + MHA__UP(c->pk, MHA__NR) * c->dk);
+    const int t = MHA__WTYPE(c);
+    mha__pack_t(mha__elt(c->w->w_k, t, g * c->pk * c->dk), t, c->dk, c->pk, c->dk, dst);
+    mha__pack_t(mha__elt(c->w->w_v, t, g * c->pv * c->dv), t, c->dv, c->pv, c->dv, dst + MHA__UP(c->pk, MHA__NR) * c->dk);
 }
 MHA__PRIVATE void mha__pack_qo(const mha__ctx *c, size_t i, float *dst) {
-    mha__pack(c->w->w_q + i * c->pq * c->dq, c->dq, c->pq, c->dq, dst);
-    mha__pack(c->w->w_o + i * c->pv, c->h * c->pv, c->po, c->pv, dst + MHA__UP(c->pq, MHA__NR) * c->dq);
+    const int t = MHA__WTYPE(c);
+    mha__pack_t(mha__elt(c->w->w_q, t, i * c->pq * c->dq), t, c->dq, c->pq, c->dq, dst);
+    mha__pack_t(mha__elt(c->w->w_o, t, i * c->pv), t, c->h * c->pv, c->po, c->pv, dst + MHA__UP(c->pq, MHA__NR) * c->dq);
 }
 
 /* The fast path's stages (mha_forward, mha_forward_parallel, mha_attend):
@@ -2545,13 +2650,18 @@ typedef struct mha__dec {
     float *scr;               /* [tasks][DRB][DCH]: a block's scores and weights (and then [capacity]:
                                  the scores of a row computed again) */
     float *mc;                /* [batch][kv][p_v]: the merge's compensation */
+    float *stage;             /* [batch][kv][t][p_k + p_v]: a 16-bit cache's new keys and values before
+                                 they are rounded into it */
+    int ct;                   /* the cache's element type */
+    int gemv;                 /* 16-bit weights and few rows: the projections read W_q .. W_o as they
+                                 are (mha__gemv16), not packed panels */
 } mha__dec;
 
 /* Bytes of the fast decode's workspace (SIZE_MAX on overflow), and with ws
    given its parts. */
 MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, float *ws) {
-    size_t sz[6];
-    float **ptr[6];
+    size_t sz[7];
+    float **ptr[7];
     f->c = c;
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pqr = MHA__UP(c->pq, MHA__NR);
@@ -2568,8 +2678,10 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
     sz[4] = mha__mul(f->tasks, MHA__DRB * MHA__DCH);
     if (sz[4] < c->ms) sz[4] = c->ms; /* also the scores of a row computed again */
     sz[5] = mha__mul(mha__mul(c->batch, c->kv), c->pv);
+    sz[6] = mha__mul(mha__mul(mha__mul(c->batch, c->kv), c->m), mha__add(c->pk, c->pv));
     ptr[0] = &f->pbuf; ptr[1] = &f->q; ptr[2] = &f->res; ptr[3] = &f->cat; ptr[4] = &f->scr; ptr[5] = &f->mc;
-    return mha__parts_at(ws, sz, ptr, 6);
+    ptr[6] = &f->stage;
+    return mha__parts_at(ws, sz, ptr, 7);
 }
 
 /* Whether the fast decode takes a call: dot scoring, and task counts that
@@ -2598,20 +2710,75 @@ MHA__PRIVATE const float *mha__dec_panels(mha__dec *f, int64_t head) {
     return f->pbuf + f->per_g;
 }
 
-/* y [rows][cols] (row stride ldy) = x [rows][k] W^T + bias, W packed: one
-   GEMM, edge rows one at a time. */
-MHA__PRIVATE void mha__dec_gemm(size_t rows, size_t cols, size_t k, const float *x, const float *w, float *y,
-                                size_t ldy, const float *bias, int acc) {
-    mha__gemm_args g = mha__mm(rows, cols, k, x, k, w, y, ldy);
-    g.bias = bias;
-    g.acc = acc;
+#define MHA__GEMV_ROWS 8 /* 16-bit weights, at most this many new tokens: mha__gemv16, else packed panels */
+#if !MHA_NO_EXTRAS
+/* y[r][o] = x[r] . W[o] + bias[o] (bias NULL: 0) for r < rows, o < cols,
+   with x [rows][k] (row stride ldx) and W [cols][k] row-major, 16-bit
+   elements of type: a decoding step's projections with 16-bit weights read
+   each weight once, as it is. Four rows of W at a time, against each row of
+   x in turn (the four stay in cache); each dot product in vectors, summed
+   at the end. */
+MHA__PRIVATE MHA__INLINE void mha__gemv16_t(size_t rows, size_t cols, size_t k, const float *x, size_t ldx,
+                                            const uint16_t *W, int type, float *y, size_t ldy, const float *bias) {
+    size_t o, r, p, l, oc, kv = k / MHA__VL * MHA__VL;
+    float t4[4];
+    for (o = 0; o < cols; o += 4) {
+        const uint16_t *w[4];
+        oc = cols - o < 4 ? cols - o : 4;
+        for (l = 0; l < 4; ++l) w[l] = W + (o + (l < oc ? l : oc - 1)) * k; /* past the last: it again */
+        for (r = 0; r < rows; ++r) {
+            const float *xr = x + r * ldx;
+            mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, xv;
+            for (p = 0; p < kv; p += MHA__VL) {
+                xv = mha__vload(xr + p);
+                a0 = mha__vfma(xv, mha__vload16(w[0] + p, type), a0);
+                a1 = mha__vfma(xv, mha__vload16(w[1] + p, type), a1);
+                a2 = mha__vfma(xv, mha__vload16(w[2] + p, type), a2);
+                a3 = mha__vfma(xv, mha__vload16(w[3] + p, type), a3);
+            }
+            mha__vhsum4(a0, a1, a2, a3, t4);
+            for (; p < k; ++p)
+                for (l = 0; l < 4; ++l) t4[l] += xr[p] * mha__elt_f32(w[l], type, p);
+            for (l = 0; l < oc; ++l) y[r * ldy + o + l] = t4[l] + (bias ? bias[o + l] : 0.0f);
+        }
+    }
+}
+MHA__PRIVATE void mha__gemv16(size_t rows, size_t cols, size_t k, const float *x, size_t ldx, const void *W,
+                              int type, float *y, size_t ldy, const float *bias) {
+    if (type == MHA_F16)
+        mha__gemv16_t(rows, cols, k, x, ldx, (const uint16_t *)W, MHA_F16, y, ldy, bias);
+    else
+        mha__gemv16_t(rows, cols, k, x, ldx, (const uint16_t *)W, MHA_BF16, y, ldy, bias);
+}
+#endif
+
+/* y [rows][p] (row stride ldy) = x [rows][d] W^T + bias, W the rows
+   o0 .. o0+p-1 of the weight matrix `which` (MHA__PROJ_Q .. MHA__PROJ_O):
+   by mha__gemv16 (f->gemv), else by a GEMM on its packed panels. */
+MHA__PRIVATE void mha__dec_project(const mha__dec *f, int which, size_t o0, size_t p, size_t rows, const float *x,
+                                   size_t ldx, const float *panels, float *y, size_t ldy) {
+    const mha__ctx *c = f->c;
+    const unsigned char *pr = mha__proj[which];
+    const float *b = *(const float *const *)(const void *)((const unsigned char *)c->w + pr[1]);
+    size_t d = MHA__SIZE(c, pr[2]) * (which == MHA__PROJ_O ? c->h : 1);
+    mha__gemm_args g;
+#if !MHA_NO_EXTRAS
+    if (f->gemv) {
+        const void *W = *(const void *const *)(const void *)((const unsigned char *)c->w + pr[0]);
+        mha__gemv16(rows, p, d, x, ldx, mha__elt(W, MHA__WTYPE(c), o0 * d), MHA__WTYPE(c), y, ldy, b ? b + o0 : NULL);
+        return;
+    }
+#endif
+    g = mha__mm(rows, p, d, x, ldx, panels, y, ldy);
+    g.bias = b ? b + o0 : NULL;
     g.rows1 = 1;
     mha__gemm(&g);
 }
 
 /* Task (g, b) of the append step: the t new keys and values of batch entry
    b, kv head g, projected straight into their slots (two runs where the
-   ring wraps). */
+   ring wraps), or for a 16-bit cache into the stage, then rounded into
+   them. */
 MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     mha__dec *f = (mha__dec *)arg;
     const mha__ctx *c = f->c;
@@ -2620,21 +2787,30 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
 #if !MHA_NO_EXTRAS
     size_t k;
 #endif
-    const float *wk = mha__dec_panels(f, -1 - (int64_t)g), *wv = wk + f->pkr * c->dk;
+    const float *wk = f->gemv ? NULL : mha__dec_panels(f, -1 - (int64_t)g), *wv = wk ? wk + f->pkr * c->dk : NULL;
     while (j < c->m) {
+        float *kd, *vd;
         slot = (size_t)cache->length[b] + j;
         if (cache->window) slot %= c->ms;
         run = c->ms - slot < c->m - j ? c->ms - slot : c->m - j;
-        mha__dec_gemm(run, c->pk, c->dk, c->keys + (b * c->m + j) * c->dk, wk,
-                      cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk, c->pk,
-                      c->w->b_k ? c->w->b_k + g * c->pk : NULL, 0);
-        mha__dec_gemm(run, c->pv, c->dv, c->values + (b * c->m + j) * c->dv, wv,
-                      cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv, c->pv,
-                      c->w->b_v ? c->w->b_v + g * c->pv : NULL, 0);
+        kd = (float *)cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
+        vd = (float *)cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
+        if (f->ct) {
+            kd = f->stage + ((b * c->kv + g) * c->m + j) * (c->pk + c->pv);
+            vd = kd + run * c->pk;
+        }
+        mha__dec_project(f, MHA__PROJ_K, g * c->pk, c->pk, run, c->keys + (b * c->m + j) * c->dk, c->dk, wk, kd, c->pk);
+        mha__dec_project(f, MHA__PROJ_V, g * c->pv, c->pv, run, c->values + (b * c->m + j) * c->dv, c->dv, wv, vd,
+                         c->pv);
 #if !MHA_NO_EXTRAS
         for (k = 0; k < run && MHA__ROPE(c); ++k) /* RoPE at the key's position */
-            mha__rope(c, cache->k + ((b * c->kv + g) * c->ms + slot + k) * c->pk, 1, 0,
-                      (int64_t)cache->length[b] + (int64_t)(j + k), NULL);
+            mha__rope(c, kd + k * c->pk, 1, 0, (int64_t)cache->length[b] + (int64_t)(j + k), NULL);
+        if (f->ct) {
+            mha__elt_store((void *)mha__elt(cache->k, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pk), f->ct, kd,
+                           run * c->pk);
+            mha__elt_store((void *)mha__elt(cache->v, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pv), f->ct, vd,
+                           run * c->pv);
+        }
 #endif
         j += run;
     }
@@ -2649,8 +2825,8 @@ MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
 #if !MHA_NO_EXTRAS
     size_t t;
 #endif
-    mha__dec_gemm(c->n, c->pq, c->dq, c->queries + b * c->n * c->dq, mha__dec_panels(f, (int64_t)i), q, c->pq,
-                  c->w->b_q ? c->w->b_q + i * c->pq : NULL, 0);
+    mha__dec_project(f, MHA__PROJ_Q, i * c->pq, c->pq, c->n, c->queries + b * c->n * c->dq, c->dq,
+                     f->gemv ? NULL : mha__dec_panels(f, (int64_t)i), q, c->pq);
 #if !MHA_NO_EXTRAS
     for (t = 0; t < c->n && MHA__ROPE(c); ++t) /* new query t at position length + t */
         mha__rope(c, q + t * c->pq, 1, 0, (int64_t)c->cache->length[b] + (int64_t)t, NULL);
@@ -2672,18 +2848,20 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
 /* The scores of four query rows q0..q3 (p_q floats each) against the keys
    of slots j0 .. j0+cl-1 (rows of p_k at K), times scale, into x[r][j] (row
    stride DCH): p_k summed in blocks of KC as the GEMMs sum, the four dot
-   products of a key at once (the key's vectors loaded once). */
-MHA__PRIVATE void mha__dec_scores(const mha__ctx *c, const float *const *q, const float *K, size_t cl, float *x) {
+   products of a key at once (the key's vectors loaded once). The keys have
+   element type ct (a constant where it is inlined). */
+MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *const *q, const void *K, int ct,
+                                              size_t cl, float *x) {
     size_t j, p, pe, pp;
     float s4[4], t4[4];
     for (j = 0; j < cl; ++j) {
-        const float *k = K + j * c->pk;
+        const void *k = mha__elt(K, ct, j * c->pk);
         s4[0] = s4[1] = s4[2] = s4[3] = 0.0f;
         for (p = 0; p < c->pk; p = pe) { /* blocks of KC */
             mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, kv;
             pe = c->pk - p < MHA__KC ? c->pk : p + MHA__KC;
             for (pp = p; pp + MHA__VL <= pe; pp += MHA__VL) {
-                kv = mha__vload(k + pp);
+                kv = mha__vload_t(k, ct, pp);
                 a0 = mha__vfma(mha__vload(q[0] + pp), kv, a0);
                 a1 = mha__vfma(mha__vload(q[1] + pp), kv, a1);
                 a2 = mha__vfma(mha__vload(q[2] + pp), kv, a2);
@@ -2691,10 +2869,11 @@ MHA__PRIVATE void mha__dec_scores(const mha__ctx *c, const float *const *q, cons
             }
             mha__vhsum4(a0, a1, a2, a3, t4);
             for (; pp < pe; ++pp) { /* a p_k that is not a multiple of VL */
-                t4[0] += q[0][pp] * k[pp];
-                t4[1] += q[1][pp] * k[pp];
-                t4[2] += q[2][pp] * k[pp];
-                t4[3] += q[3][pp] * k[pp];
+                const float kp = mha__elt_f32(k, ct, pp);
+                t4[0] += q[0][pp] * kp;
+                t4[1] += q[1][pp] * kp;
+                t4[2] += q[2][pp] * kp;
+                t4[3] += q[3][pp] * kp;
             }
             s4[0] += t4[0];
             s4[1] += t4[1];
@@ -2715,7 +2894,7 @@ MHA__PRIVATE void mha__dec_scores(const mha__ctx *c, const float *const *q, cons
 #define MHA__DEC_A(X) X(0) X(1) X(2) X(3)
 #define MHA__DEC_ZERO(a) b0##a = b1##a = b2##a = b3##a = mha__vset(0.0f);
 #define MHA__DEC_FMA(a)                                                                                              \
-    v = mha__vload(vj + (size_t)(a) * MHA__VL);                                                                      \
+    v = mha__vload_t(vj, ct, (size_t)(a) * MHA__VL);                                                                 \
     b0##a = mha__vfma(w0, v, b0##a);                                                                                 \
     b1##a = mha__vfma(w1, v, b1##a);                                                                                 \
     b2##a = mha__vfma(w2, v, b2##a);                                                                                 \
@@ -2727,8 +2906,8 @@ MHA__PRIVATE void mha__dec_scores(const mha__ctx *c, const float *const *q, cons
                 mha__vsub(mha__vsub(t, mha__vload(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL)), y));         \
     mha__vstore(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL, t);
 #define MHA__DEC_ADD(a) MHA__DEC_ADD1(0, a) MHA__DEC_ADD1(1, a) MHA__DEC_ADD1(2, a) MHA__DEC_ADD1(3, a)
-MHA__PRIVATE void mha__dec_values4(size_t pv, const float *x, const float *V, size_t cl, size_t a0, float *o,
-                                   size_t os) {
+MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const void *V, int ct, size_t cl, size_t a0,
+                                               float *o, size_t os) {
     float sp[4 * MHA__V4], cp[4 * MHA__V4]; /* [row][4 VL]: the sums and their compensation */
     size_t j, jb, r, l;
     mha__v b00, b01, b02, b03, b10, b11, b12, b13, b20, b21, b22, b23, b30, b31, b32, b33, v, y, t;
@@ -2737,7 +2916,7 @@ MHA__PRIVATE void mha__dec_values4(size_t pv, const float *x, const float *V, si
         jb = cl - j < 32 ? cl : j + 32;
         MHA__DEC_A(MHA__DEC_ZERO)
         for (; j < jb; ++j) {
-            const float *vj = V + j * pv + a0;
+            const void *vj = mha__elt(V, ct, j * pv + a0);
             mha__v w0 = mha__vset(x[j]), w1 = mha__vset(x[MHA__DCH + j]), w2 = mha__vset(x[2 * MHA__DCH + j]);
             mha__v w3 = mha__vset(x[3 * MHA__DCH + j]);
             MHA__DEC_A(MHA__DEC_FMA)
@@ -2754,13 +2933,15 @@ MHA__PRIVATE void mha__dec_values4(size_t pv, const float *x, const float *V, si
    fewer repeats its last row, whose results are not kept); scores by
    mha__dec_scores, weights by mha__softmax's rules, the weighted sum by
    mha__dec_values4 (p_v in groups of 4 VL; columns past the last whole
-   group one vector at a time, from a copy). */
-MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
+   group one vector at a time, from a copy). The cache's element type ct is
+   a constant in each of the three copies that mha__dec_item inlines. */
+MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, float *st, int ct) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
     size_t b = item / (c->kv * f->chunks), g = item / f->chunks % c->kv, ch = item % f->chunks;
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, j0 = ch * MHA__DCH, cl, r0, rb;
-    const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk, *V = c->cache->v + (b * c->kv + g) * c->ms * c->pv;
+    const void *K = mha__elt(c->cache->k, ct, (b * c->kv + g) * c->ms * c->pk);
+    const void *V = mha__elt(c->cache->v, ct, (b * c->kv + g) * c->ms * c->pv);
     float *res = f->res + item * f->rows * f->pvs, out4[4 * MHA__V4];
     size_t r, j, a, lo, hi, pos, whole = c->pv / (MHA__V4) * (MHA__V4), l;
     cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
@@ -2768,7 +2949,7 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
         const float *q[4];
         rb = f->rows - r0 < MHA__DRB ? f->rows - r0 : MHA__DRB;
         for (r = 0; r < 4; ++r) q[r] = f->q + ((b * c->kv + g) * f->rows + r0 + (r < rb ? r : rb - 1)) * c->pq;
-        mha__dec_scores(c, q, K + j0 * c->pk, cl, st);
+        mha__dec_scores(c, q, mha__elt(K, ct, j0 * c->pk), ct, cl, st);
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
@@ -2800,7 +2981,7 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
         for (; r < 4; ++r) /* rows past the block: weight 0 */
             for (j = 0; j < cl; ++j) st[r * MHA__DCH + j] = 0.0f;
         for (a = 0; a < whole; a += MHA__V4) {
-            mha__dec_values4(c->pv, st, V + j0 * c->pv, cl, a, out4, MHA__V4);
+            mha__dec_values4(c->pv, st, mha__elt(V, ct, j0 * c->pv), ct, cl, a, out4, MHA__V4);
             for (r = 0; r < rb; ++r)
                 for (l = 0; l < MHA__V4; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * MHA__V4 + l];
         }
@@ -2812,12 +2993,15 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
                 for (j = 0; j < cl; j = jb) {
                     jb = cl - j < 32 ? cl : j + 32;
                     for (blk = mha__vset(0.0f); j < jb; ++j) {
-                        const float *vj = V + (j0 + j) * c->pv + a;
+                        const void *vj = mha__elt(V, ct, (j0 + j) * c->pv + a);
+                        mha__v vv;
                         if (lanes < MHA__VL) { /* the row's last columns: no read past it */
-                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? vj[l] : 0.0f;
-                            vj = buf;
+                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_f32(vj, ct, l) : 0.0f;
+                            vv = mha__vload(buf);
+                        } else {
+                            vv = mha__vload_t(vj, ct, 0);
                         }
-                        blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), mha__vload(vj), blk);
+                        blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), vv, blk);
                     }
                     y = mha__vsub(blk, comp);
                     t = mha__vadd(sum, y);
@@ -2829,6 +3013,20 @@ MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
             }
         }
     }
+}
+
+MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
+#if !MHA_NO_EXTRAS
+    if (f->ct == MHA_F16) {
+        mha__dec_item_t(f, item, st, MHA_F16);
+        return;
+    }
+    if (f->ct == MHA_BF16) {
+        mha__dec_item_t(f, item, st, MHA_BF16);
+        return;
+    }
+#endif
+    mha__dec_item_t(f, item, st, MHA_F32);
 }
 
 /* Task `slot` of the split-KV step: items slot, slot + tasks, ... */
@@ -2884,7 +3082,7 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
     const mha__ctx *c = f->c;
     const float ninf = -(FLT_MAX * 2.0f);
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, r, a, j, lo, hi;
-    const float *K = c->cache->k + (b * c->kv + g) * c->ms * c->pk;
+    const void *K = mha__elt(c->cache->k, f->ct, (b * c->kv + g) * c->ms * c->pk);
     for (r = 0; r < f->rows; ++r) {
         size_t i = g * c->grp + r / c->n, tt = r % c->n;
         float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, *x = f->scr;
@@ -2895,13 +3093,13 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
         mha__decode_sees(e, c->n, r % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
         for (j = 0; j < used; ++j) {
             size_t pos = mha__slot_pos(j, e, c->ms);
-            x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot(q, K + j * c->pk, 1, c->pk, 0);
+            x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot_t(q, mha__elt(K, f->ct, j * c->pk), f->ct, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
             if (pos >= lo && pos < hi && MHA__EXTRAS(c))
                 x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
 #endif
         }
-        mha__pool(x, used, c->cache->v + (b * c->kv + g) * c->ms * c->pv, c->pv, c->pv,
+        mha__pool(x, used, mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv,
                   h MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
     }
 }
@@ -2925,6 +3123,12 @@ MHA__PRIVATE void mha__dec_out(void *arg, int32_t task) {
     mha__dec *f = (mha__dec *)arg;
     const mha__ctx *c = f->c;
     size_t panels = (c->po + MHA__NR - 1) / MHA__NR, b = (size_t)task / panels, q = (size_t)task % panels, i;
+    if (f->gemv) { /* W_o's rows of the panel against every head's output at once */
+        mha__dec_project(f, MHA__PROJ_O, q * MHA__NR, c->po - q * MHA__NR < MHA__NR ? c->po - q * MHA__NR : MHA__NR,
+                         c->n, f->cat + b * c->n * c->h * c->pv, c->h * c->pv, NULL,
+                         c->out + b * c->n * c->po + q * MHA__NR, c->po);
+        return;
+    }
     for (i = 0; i < c->h; ++i)
         mha__dec_out_head(f, b, i, q * MHA__NR, c->po - q * MHA__NR < MHA__NR ? c->po - q * MHA__NR : MHA__NR);
 }
@@ -2940,10 +3144,12 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
     mha__rope_base(c);
 #endif
     mha__fast_decode_layout(&f, c, ws);
-    f.packed = mha__packed(c);
+    f.ct = MHA__CTYPE(c);
+    f.gemv = MHA__WTYPE(c) && (c->n > c->m ? c->n : c->m) <= MHA__GEMV_ROWS;
+    f.packed = f.gemv ? NULL : mha__packed(c);
     f.in_pbuf[0] = 0; /* none: kv heads are -1 - g, heads i >= 0 */
     f.in_pbuf[1] = -1;
-    if (f.packed) { /* 1, 2. the new keys and values into the cache, the new queries: one parallel-for */
+    if (f.packed || f.gemv) { /* 1, 2. the new keys and values into the cache, the new queries: one parallel-for */
         mha__par(c, mha__dec_proj, &f, (c->keys ? c->batch * c->kv : 0) + (c->n ? c->batch * c->h : 0));
     } else {
         for (k = 0; c->keys && k < c->batch * c->kv; ++k) mha__dec_kv(&f, (int32_t)k);
@@ -2953,7 +3159,7 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
         mha__par(c, mha__dec_items, &f, f.tasks);          /* 3. split-KV attention */
         mha__par(c, mha__dec_merge, &f, c->batch * c->kv); /* 4. the chunks merged */
         for (k = 0; k < c->batch * c->kv; ++k) mha__dec_redo(&f, k / c->kv, k % c->kv);
-        if (f.packed) /* 5. W_o */
+        if (f.packed || f.gemv) /* 5. W_o */
             mha__par(c, mha__dec_out, &f, c->batch * panels);
         else
             for (i = 0; i < c->h; ++i)
@@ -3103,12 +3309,14 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st == MHA__RUN) { /* the weights it reads: identity projections (NULL), the additive ones */
         mha_weights *iw = (mha_weights *)(void *)((unsigned char *)mha__align(workspace) + MHA_WORKSPACE_STATE) - 1;
-        iw->w_q = iw->b_q = iw->w_k = iw->b_k = iw->w_v = iw->b_v = iw->w_o = iw->b_o = NULL;
+        iw->w_q = iw->w_k = iw->w_v = iw->w_o = NULL;
+        iw->b_q = iw->b_k = iw->b_v = iw->b_o = NULL;
         iw->a_q = w->a_q;
         iw->a_k = w->a_k;
         iw->a_v = w->a_v;
         iw->packed = NULL;
         iw->sinks = w->sinks;
+        iw->type = MHA_F32;
         c.w = iw;
         st = MHA__KEEP(&c, workspace);
     }
@@ -3126,7 +3334,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK || (st = mha__counts(&c, batch, decode ? t : 0, keys || values ? t : 0)) != MHA_OK) return st;
     if (!cache) return MHA_ERR_NULL;
-    if (cache->capacity < 1 || cache->window < 0 || cache->type != 0 ||
+    if (cache->capacity < 1 || cache->window < 0 ||
+        (MHA_NO_EXTRAS ? cache->type != 0 : (uint32_t)cache->type > (uint32_t)MHA_BF16) ||
+        (cache->type && MHA__ADDITIVE(&c)) ||
         (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
         return MHA_ERR_SHAPE;
 #if !MHA_NO_EXTRAS
@@ -3211,7 +3421,7 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
         const float slope = MHA__SLOPE(c, i);
 #endif
         mha__pool(mha__attend(c, b, t, i MHA__EXTRA_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
-                  c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
+                  MHA_F32, c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
                   MHA__EXTRA_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
     }
 }
@@ -3266,7 +3476,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
         slots = e < c->ms ? e : c->ms;
 #if !MHA_NO_ADDITIVE
         for (i = 0; i < c->h && MHA__ADDITIVE(c); ++i) /* 1. A_k^(i) K [slots][p_a] */
-            mha__project(c, MHA__PROJ_AK, c->cache->k + (b * c->kv + i / c->grp) * c->ms * c->pk, slots,
+            mha__project(c, MHA__PROJ_AK, (const float *)c->cache->k + (b * c->kv + i / c->grp) * c->ms * c->pk, slots,
                          i * c->pa, MHA__PART(c, MHA__AK) + i * c->ms * c->pa);
 #endif
         for (t = 0; t < c->n; ++t) {
@@ -3282,7 +3492,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                                  MHA__PART(c, MHA__AQ));
 #endif
                 mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__EXTRA_ARG(MHA__SLOPE(c, i))), slots,
-                          c->cache->v + (b * c->kv + i / c->grp) * c->ms * c->pv, c->pv, c->pv,
+                          mha__elt(c->cache->v, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pv),
+                          MHA__CTYPE(c), c->pv, c->pv,
                           MHA__PART(c, MHA__CAT) + i * c->pv MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
@@ -3308,15 +3519,24 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;
             if (cache->window) slot %= c->ms;
-            for (g = 0; g < c->kv; ++g) {
-                mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk,
-                             cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk);
+            for (g = 0; g < c->kv; ++g) { /* a 16-bit cache: k [p_k] in QP, v [p_v] in CAT (free until the
+                                             work, and p_q = p_k: dot scoring), then rounded into it */
+                float *k = (float *)c->cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
+                float *v = (float *)c->cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
+                if (MHA__CTYPE(c)) {
+                    k = MHA__PART(c, MHA__QP);
+                    v = MHA__PART(c, MHA__CAT);
+                }
+                mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk, k);
 #if !MHA_NO_EXTRAS
-                mha__rope(c, cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk, 1, 0,
-                          (int64_t)cache->length[b] + (int64_t)j, NULL);
+                mha__rope(c, k, 1, 0, (int64_t)cache->length[b] + (int64_t)j, NULL);
 #endif
-                mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv,
-                             cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv);
+                mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv, v);
+                if (!MHA__CTYPE(c)) continue;
+                mha__elt_store((void *)mha__elt(cache->k, MHA__CTYPE(c), ((b * c->kv + g) * c->ms + slot) * c->pk),
+                               MHA__CTYPE(c), k, c->pk);
+                mha__elt_store((void *)mha__elt(cache->v, MHA__CTYPE(c), ((b * c->kv + g) * c->ms + slot) * c->pv),
+                               MHA__CTYPE(c), v, c->pv);
             }
         }
     return MHA__RUN;
@@ -3602,15 +3822,18 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
-MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
+MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type) {
     mha__ctx c;
     size_t per;
     if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK ||
-        capacity < 1)
+        capacity < 1 || (uint32_t)type > (uint32_t)MHA_BF16 || (MHA_NO_EXTRAS && type))
         return 0;
     per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), mha__add(c.pk, c.pv));
-    per = mha__mul(per, sizeof(float));
+    per = mha__mul(per, type ? 2 : sizeof(float));
     return per == SIZE_MAX ? 0 : per;
+}
+MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
+    return mha_cache_bytes_typed(shape, batch, capacity, MHA_F32);
 }
 
 /* Workspace bytes of a decode (fast 1: mha_decode's path) or an append. */

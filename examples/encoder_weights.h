@@ -159,7 +159,7 @@ static const float enc_attn_b_o[16] = {
 
 /* heads 4, d_q 16, d_k 16, d_v 16, p_q = p_k = p_v 4, p_o 16, scaled dot product */
 static const mha_shape enc_attn_shape = {4, 0, 16, 16, 16, 4, 4, 4, 16, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};
-static const mha_weights enc_attn_weights = {enc_attn_w_q, enc_attn_b_q, enc_attn_w_k, enc_attn_b_k, enc_attn_w_v, enc_attn_b_v, enc_attn_w_o, enc_attn_b_o, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights enc_attn_weights = {enc_attn_w_q, enc_attn_b_q, enc_attn_w_k, enc_attn_b_k, enc_attn_w_v, enc_attn_b_v, enc_attn_w_o, enc_attn_b_o, NULL, NULL, NULL, NULL, NULL, MHA_F32};
 static const float enc_ff1_w[512] = {
     -0.328983039f, 0.173784077f, -0.233266965f, -0.0822723433f, -0.0849667564f, -0.0660402402f, 0.299844474f, -0.223281935f,
     0.198247209f, -0.10593576f, -0.147527635f, 0.17754668f, 0.156753838f, 0.190754518f, -0.133834004f, -0.0502509773f,

@@ -104,7 +104,7 @@ def _header(name, what, z, w, digits):
                  "0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};" % (
         name, z["heads"], z["kv_heads"], z["d_q"], z["d_k"], z["d_v"], z["p_q"], z["p_k"], z["p_v"], z["p_o"]))
     ptr = ["%s_%s" % (name, k) if w[k] is not None else "NULL" for k in _WEIGHTS]
-    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL, NULL};" % (name, ", ".join(ptr)))
+    lines.append("static const mha_weights %s_weights = {%s, NULL, NULL, NULL, NULL, NULL, MHA_F32};" % (name, ", ".join(ptr)))
     return "\n".join(lines) + "\n"
 
 

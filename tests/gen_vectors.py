@@ -210,7 +210,7 @@ def emit(group, name, S, w, q, k, v, mask, out, attn, core=False):
         '"%s"' % group, '"%s"' % name, shape,
         str(q.shape[0]), str(q.shape[1]), str(k.shape[1]),
         W.floats(q), W.floats(k), W.floats(v),
-        "{" + ", ".join(wf) + ", NULL, " + W.floats(w.get("sinks")) + "}",  # packed: none
+        "{" + ", ".join(wf) + ", NULL, " + W.floats(w.get("sinks")) + ", 0}",  # packed: none; type MHA_F32
         "{%d, %d, %s, %d, %s, %s}" % (
             1 if mask.get("causal") else 0, mask.get("causal_offset", 0), W.ints(vl),
             1 if (vl is not None and vl.dim() == 2) else 0, W.bytes_(mask.get("keep")), W.floats(mask.get("bias"))),

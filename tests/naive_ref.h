@@ -51,12 +51,12 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
         for (j = 0; j < m; ++j) {
             for (r = 0; r < KV * pk; ++r) {
                 double acc = w->b_k ? (double)w->b_k[r] : 0.0;
-                for (c = 0; c < s->d_k; ++c) acc += (double)w->w_k[(size_t)r * (size_t)s->d_k + (size_t)c] * kb[(size_t)j * (size_t)s->d_k + (size_t)c];
+                for (c = 0; c < s->d_k; ++c) acc += (double)((const float *)w->w_k)[(size_t)r * (size_t)s->d_k + (size_t)c] * kb[(size_t)j * (size_t)s->d_k + (size_t)c];
                 kp[(size_t)j * (size_t)(KV * pk) + (size_t)r] = acc;
             }
             for (r = 0; r < KV * pv; ++r) {
                 double acc = w->b_v ? (double)w->b_v[r] : 0.0;
-                for (c = 0; c < s->d_v; ++c) acc += (double)w->w_v[(size_t)r * (size_t)s->d_v + (size_t)c] * vb[(size_t)j * (size_t)s->d_v + (size_t)c];
+                for (c = 0; c < s->d_v; ++c) acc += (double)((const float *)w->w_v)[(size_t)r * (size_t)s->d_v + (size_t)c] * vb[(size_t)j * (size_t)s->d_v + (size_t)c];
                 vp[(size_t)j * (size_t)(KV * pv) + (size_t)r] = acc;
             }
             for (r = 0; r < KV && s->rope_dim; ++r) /* key j at position j */
@@ -67,7 +67,7 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
             const float *qt = q + row * (size_t)s->d_q;
             for (r = 0; r < H * pq; ++r) {
                 double acc = w->b_q ? (double)w->b_q[r] : 0.0;
-                for (c = 0; c < s->d_q; ++c) acc += (double)w->w_q[(size_t)r * (size_t)s->d_q + (size_t)c] * qt[c];
+                for (c = 0; c < s->d_q; ++c) acc += (double)((const float *)w->w_q)[(size_t)r * (size_t)s->d_q + (size_t)c] * qt[c];
                 qp[r] = acc;
             }
             for (r = 0; r < H && s->rope_dim; ++r) /* query t at t + causal_offset */
@@ -125,7 +125,7 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
             }
             for (r = 0; r < s->p_o; ++r) {
                 double acc = w->b_o ? (double)w->b_o[r] : 0.0;
-                for (c = 0; c < H * pv; ++c) acc += (double)w->w_o[(size_t)r * (size_t)(H * pv) + (size_t)c] * cat[c];
+                for (c = 0; c < H * pv; ++c) acc += (double)((const float *)w->w_o)[(size_t)r * (size_t)(H * pv) + (size_t)c] * cat[c];
                 out[row * (size_t)s->p_o + (size_t)r] = acc;
             }
         }

@@ -97,8 +97,9 @@ static void seq_free(seq *q) {
 static mha_cache sub_cache(const mha_shape *s, const mha_cache *c, int32_t b) {
     mha_cache one = *c;
     size_t kv = (size_t)(s->kv_heads ? s->kv_heads : s->heads), cap = (size_t)c->capacity;
-    one.k = c->k + (size_t)b * kv * cap * (size_t)s->p_k;
-    one.v = c->v + (size_t)b * kv * cap * (size_t)s->p_v;
+    size_t es = c->type ? 2 : sizeof(float); /* bytes of an element */
+    one.k = (unsigned char *)c->k + (size_t)b * kv * cap * (size_t)s->p_k * es;
+    one.v = (unsigned char *)c->v + (size_t)b * kv * cap * (size_t)s->p_v * es;
     one.length = c->length + b;
     return one;
 }
@@ -156,7 +157,7 @@ static void test_decode_equals_forward(void) {
             memset(&c, 0, sizeof c);
             c.capacity = cap + (int32_t)(tu_next() % 3);
             c.k = tu_floats(mha_cache_bytes(&s, batch, c.capacity) / sizeof(float), 0.0f);
-            c.v = c.k + (size_t)batch * (size_t)(s.kv_heads) * (size_t)c.capacity * (size_t)s.p_k;
+            c.v = (float *)c.k + (size_t)batch * (size_t)(s.kv_heads) * (size_t)c.capacity * (size_t)s.p_k;
             c.length = lens;
             for (b = 0; b < batch; ++b) { /* each sequence's prefix alone, chunk by chunk */
                 mha_cache one = sub_cache(&s, &c, b);
@@ -217,7 +218,7 @@ static void test_ring_equals_window(void) {
         c.capacity = cap;
         seq_make(&sq, &s, &p.w, 3 * cap, c.window);
         c.k = tu_floats(mha_cache_bytes(&s, 1, cap) / sizeof(float), 0.0f);
-        c.v = c.k + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
+        c.v = (float *)c.k + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
         c.length = &len;
         for (at = 0; at < sq.len; at += chunk) {
             int32_t t = sq.len - at < chunk ? sq.len - at : chunk;
@@ -250,7 +251,7 @@ static void test_cross_attention(void) {
         memset(&c, 0, sizeof c);
         c.capacity = m + problem % 2;
         c.k = tu_floats(mha_cache_bytes(&s, batch, c.capacity) / sizeof(float), 0.0f);
-        c.v = c.k + (size_t)batch * (size_t)s.kv_heads * (size_t)c.capacity * (size_t)s.p_k;
+        c.v = (float *)c.k + (size_t)batch * (size_t)s.kv_heads * (size_t)c.capacity * (size_t)s.p_k;
         c.length = lens;
         ok &= tu_forward(&p, NULL, NULL) == MHA_OK;
         out = tu_floats((size_t)batch * (size_t)n * po, 0.0f);
@@ -302,7 +303,7 @@ static void test_cross_attention(void) {
         memset(&c, 0, sizeof c);
         c.capacity = 2;
         c.k = tu_floats(mha_cache_bytes(&s, 1, 2) / sizeof(float), 0.0f);
-        c.v = c.k + (size_t)s.kv_heads * 2 * 4;
+        c.v = (float *)c.k + (size_t)s.kv_heads * 2 * 4;
         c.length = &len;
         for (k = 0; k < 2; ++k) {
             s.rope_dim = k ? 0 : 2;
@@ -426,11 +427,11 @@ static void test_long(void) {
         memset(&c1, 0, sizeof c1);
         c1.capacity = pre + steps;
         c1.k = tu_floats(mha_cache_bytes(&s, 1, c1.capacity) / sizeof(float), 0.0f);
-        c1.v = c1.k + (size_t)s.kv_heads * (size_t)c1.capacity * (size_t)s.p_k;
+        c1.v = (float *)c1.k + (size_t)s.kv_heads * (size_t)c1.capacity * (size_t)s.p_k;
         c1.length = &len1;
         c2 = c1;
         c2.k = tu_floats(mha_cache_bytes(&s, 1, c2.capacity) / sizeof(float), 0.0f);
-        c2.v = c2.k + (size_t)s.kv_heads * (size_t)c2.capacity * (size_t)s.p_k;
+        c2.v = (float *)c2.k + (size_t)s.kv_heads * (size_t)c2.capacity * (size_t)s.p_k;
         c2.length = &len2;
         bytes = mha_decode_workspace_size(&s, 1, pre, c1.capacity);
         ws = malloc(bytes);
@@ -502,11 +503,11 @@ static void test_non_finite(void) {
         memset(&c1, 0, sizeof c1);
         c1.capacity = n;
         c1.k = tu_floats(mha_cache_bytes(&s, 1, n) / sizeof(float), 0.0f);
-        c1.v = c1.k + (size_t)2 * (size_t)n * 4;
+        c1.v = (float *)c1.k + (size_t)2 * (size_t)n * 4;
         c1.length = &len1;
         c2 = c1;
         c2.k = tu_floats(mha_cache_bytes(&s, 1, n) / sizeof(float), 0.0f);
-        c2.v = c2.k + (size_t)2 * (size_t)n * 4;
+        c2.v = (float *)c2.k + (size_t)2 * (size_t)n * 4;
         c2.length = &len2;
         bytes1 = mha_decode_workspace_size(&s, 1, n, n);
         bytes2 = mha_decode_reference_workspace_size(&s, 1, n, n);

@@ -139,22 +139,25 @@ static void test_nulls(void) {
     mha_shape s = shape_rand(1);
     tu_problem p;
     mha_weights w;
-    const float **slot[7];
-    const float *hp[4], *saved;
+    mha_weights wi;
+    const float *hp[4];
     float h[8], cat[64];
     int i, ok_fwd = 1, ok_head = 1;
     s.heads = 4; s.kv_heads = 2; s.p_v = 2;
     tu_problem_make(&p, &s, 1, 2, 3, 1);
     w = p.w;
-    slot[0] = &w.w_q; slot[1] = &w.w_k; slot[2] = &w.w_v; slot[3] = &w.w_o;
-    slot[4] = &w.a_q; slot[5] = &w.a_k; slot[6] = &w.a_v;
-    for (i = 0; i < 7; ++i) {
-        saved = *slot[i];
-        *slot[i] = NULL;
-        ok_fwd &= mha_forward(&s, &w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL;
+    for (i = 0; i < 7; ++i) { /* w_q, w_k, w_v, w_o, a_q, a_k, a_v NULL in turn */
+        wi = w;
+        if (i == 0) wi.w_q = NULL;
+        if (i == 1) wi.w_k = NULL;
+        if (i == 2) wi.w_v = NULL;
+        if (i == 3) wi.w_o = NULL;
+        if (i == 4) wi.a_q = NULL;
+        if (i == 5) wi.a_k = NULL;
+        if (i == 6) wi.a_v = NULL;
+        ok_fwd &= mha_forward(&s, &wi, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_NULL;
         if (i != 3) /* mha_head does not use w_o */
-            ok_head &= mha_head(&s, &w, 1, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL;
-        *slot[i] = saved;
+            ok_head &= mha_head(&s, &wi, 1, p.q, p.k, p.v, 3, 3, h, p.ws, p.ws_bytes) == MHA_ERR_NULL;
     }
     CHECK(ok_fwd, "each required weight (w_q, w_k, w_v, w_o, a_q, a_k, a_v) NULL in turn: MHA_ERR_NULL");
     CHECK(ok_head, "mha_head: each required weight NULL in turn: MHA_ERR_NULL");
@@ -506,7 +509,7 @@ static void test_numbers(void) {
     CHECK(ok, "Inf in a value: only rows of its sequence are non-finite");
     *keep_v = saved;
     /* NaN in a weight of W_o: only output column 0 is NaN */
-    saved = p.w.w_o[0];
+    saved = ((const float *)p.w.w_o)[0];
     ((float *)p.w.w_o)[0] = NAN;
     ok = tu_forward(&p, NULL, NULL) == MHA_OK;
     for (i = 0; i < n_out; ++i) ok &= (i % po == 0) ? p.out[i] != p.out[i] : p.out[i] == p.out[i];
@@ -579,8 +582,10 @@ static void test_decode_statuses(void) {
     c.window = 3;
     CHECK(DEC(&c, p.q, NULL, NULL, out, ws, bytes) != MHA_ERR_SHAPE, "decode: the ring rule only when appending");
     c.window = 0;
-    c.type = 1;
-    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 1 (reserved): MHA_ERR_SHAPE");
+    c.type = 3;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 3 (unknown): MHA_ERR_SHAPE");
+    c.type = -1;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type -1: MHA_ERR_SHAPE");
     c.type = 0;
     CHECK(mha_decode(&s, &p.w, &c, -1, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE &&
               mha_decode(&s, &p.w, &c, 2, -1, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,

@@ -136,7 +136,7 @@ static void test_core_vectors(void) {
         for (r = 0; r < rows; ++r)
             for (o = 0; o < (size_t)s.p_o; ++o) {
                 double want = p.w.b_o[o];
-                for (i = 0; i < hpv; ++i) want += (double)p.w.w_o[o * hpv + i] * cat[r * hpv + i];
+                for (i = 0; i < hpv; ++i) want += (double)((const float *)p.w.w_o)[o * hpv + i] * cat[r * hpv + i];
                 ok &= fabs(got[r * (size_t)s.p_o + o] - want) <= 1e-5 * (1.0 + fabs(want));
             }
         CHECK(ok, "mha_output_rows: 5 rows of W_o h + b_o against double");
@@ -386,13 +386,13 @@ static void test_single_head(void) {
         double qp[3], sc[7], mx = -1e300, sum = 0.0, o[2] = {0.0, 0.0};
         for (r = 0; r < 3; ++r) {
             qp[r] = p.w.b_q[r];
-            for (a = 0; a < 4; ++a) qp[r] += (double)p.w.w_q[r * 4 + a] * p.q[t * 4 + a];
+            for (a = 0; a < 4; ++a) qp[r] += (double)((const float *)p.w.w_q)[r * 4 + a] * p.q[t * 4 + a];
         }
         for (j = 0; j < m; ++j) {
             double kp, dot = 0.0;
             for (r = 0; r < 3; ++r) {
                 kp = p.w.b_k[r];
-                for (a = 0; a < 5; ++a) kp += (double)p.w.w_k[r * 5 + a] * p.k[j * 5 + a];
+                for (a = 0; a < 5; ++a) kp += (double)((const float *)p.w.w_k)[r * 5 + a] * p.k[j * 5 + a];
                 dot += qp[r] * kp;
             }
             sc[j] = dot / sqrt(3.0);
@@ -402,7 +402,7 @@ static void test_single_head(void) {
         for (j = 0; j < m; ++j)
             for (r = 0; r < 2; ++r) {
                 double vp = p.w.b_v[r];
-                for (a = 0; a < 6; ++a) vp += (double)p.w.w_v[r * 6 + a] * p.v[j * 6 + a];
+                for (a = 0; a < 6; ++a) vp += (double)((const float *)p.w.w_v)[r * 6 + a] * p.v[j * 6 + a];
                 o[r] += sc[j] / sum * vp;
             }
         for (r = 0; r < 2; ++r)
@@ -759,11 +759,11 @@ static void test_rope_pairings(void) {
         for (hq = 0; hq < (size_t)s.heads; ++hq) /* new row e of a head takes old row (e < r ? pair's : e) */
             for (e = 0; e < 8; ++e) {
                 a = e < r ? (e < r / 2 ? 2 * e : 2 * (e - r / 2) + 1) : e;
-                memcpy(wq + (hq * 8 + e) * (size_t)dq, p.w.w_q + (hq * 8 + a) * (size_t)dq, (size_t)dq * sizeof(float));
+                memcpy(wq + (hq * 8 + e) * (size_t)dq, (const float *)p.w.w_q + (hq * 8 + a) * (size_t)dq, (size_t)dq * sizeof(float));
                 bq[hq * 8 + e] = p.w.b_q[hq * 8 + a];
                 if (hq < (size_t)s.kv_heads) {
                     hk = hq;
-                    memcpy(wk + (hk * 8 + e) * (size_t)dk, p.w.w_k + (hk * 8 + a) * (size_t)dk, (size_t)dk * sizeof(float));
+                    memcpy(wk + (hk * 8 + e) * (size_t)dk, (const float *)p.w.w_k + (hk * 8 + a) * (size_t)dk, (size_t)dk * sizeof(float));
                     bk[hk * 8 + e] = p.w.b_k[hk * 8 + a];
                 }
             }

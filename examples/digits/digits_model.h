@@ -552,7 +552,7 @@ static const float dg_attn_b_o[32] = {
 
 /* heads 4, d_q 32, d_k 32, d_v 32, p_q = p_k = p_v 8, p_o 32, scaled dot product */
 static const mha_shape dg_attn_shape = {4, 0, 32, 32, 32, 8, 8, 8, 32, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};
-static const mha_weights dg_attn_weights = {dg_attn_w_q, dg_attn_b_q, dg_attn_w_k, dg_attn_b_k, dg_attn_w_v, dg_attn_b_v, dg_attn_w_o, dg_attn_b_o, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights dg_attn_weights = {dg_attn_w_q, dg_attn_b_q, dg_attn_w_k, dg_attn_b_k, dg_attn_w_v, dg_attn_b_v, dg_attn_w_o, dg_attn_b_o, NULL, NULL, NULL, NULL, NULL, MHA_F32};
 /* dg_pool: a general-form attention exported from PyTorch by examples/export_torch.py for mha.h. */
 #include "mha.h"
 
@@ -938,7 +938,7 @@ static const float dg_pool_b_o[24] = {
 
 /* heads 2, kv_heads 2, d_q 32, d_k 32, d_v 32, p_q = p_k 8, p_v 16, p_o 24, scaled dot product */
 static const mha_shape dg_pool_shape = {2, 2, 32, 32, 32, 8, 8, 16, 24, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};
-static const mha_weights dg_pool_weights = {dg_pool_w_q, dg_pool_b_q, dg_pool_w_k, dg_pool_b_k, dg_pool_w_v, dg_pool_b_v, dg_pool_w_o, dg_pool_b_o, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights dg_pool_weights = {dg_pool_w_q, dg_pool_b_q, dg_pool_w_k, dg_pool_b_k, dg_pool_w_v, dg_pool_b_v, dg_pool_w_o, dg_pool_b_o, NULL, NULL, NULL, NULL, NULL, MHA_F32};
 static const float dg_embed_w[256] = {
     -0.284613341f, -0.128825754f, 0.215029776f, -0.315177083f, -0.369630456f, 0.0618097521f, 0.202805772f, -0.411234617f,
     0.200582385f, -0.323850036f, 0.232683718f, -0.275068104f, 0.0995330438f, 0.0376732536f, -0.0814033896f, -0.317306668f,

@@ -92,10 +92,10 @@ int main(void) {
         mha_weight_counts wc;
         size_t b = mha_decode_workspace_size(layers[l].shape, 1, T_MAX, capacity);
         if (b > ws_bytes) ws_bytes = b;
-        layers[l].cache.k = (float *)malloc(mha_cache_bytes(layers[l].shape, 1, capacity));
-        if (!layers[l].cache.k) return 1;
-        layers[l].cache.v = layers[l].cache.k + (size_t)layers[l].shape->kv_heads * (size_t)capacity *
-                                                    (size_t)layers[l].shape->p_k;
+        float *kv = (float *)malloc(mha_cache_bytes(layers[l].shape, 1, capacity));
+        if (!kv) return 1;
+        layers[l].cache.k = kv;
+        layers[l].cache.v = kv + (size_t)layers[l].shape->kv_heads * (size_t)capacity * (size_t)layers[l].shape->p_k;
         layers[l].cache.length = &layers[l].length;
         layers[l].cache.capacity = capacity;
         layers[l].cache.type = 0;

@@ -1201,7 +1201,7 @@ static const float tl_attn0_b_o[48] = {
 
 /* heads 4, kv_heads 4, d_q 48, d_k 48, d_v 48, p_q = p_k 12, p_v 12, p_o 48, scaled dot product */
 static const mha_shape tl_attn0_shape = {4, 4, 48, 48, 48, 12, 12, 12, 48, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};
-static const mha_weights tl_attn0_weights = {tl_attn0_w_q, tl_attn0_b_q, tl_attn0_w_k, tl_attn0_b_k, tl_attn0_w_v, tl_attn0_b_v, tl_attn0_w_o, tl_attn0_b_o, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights tl_attn0_weights = {tl_attn0_w_q, tl_attn0_b_q, tl_attn0_w_k, tl_attn0_b_k, tl_attn0_w_v, tl_attn0_b_v, tl_attn0_w_o, tl_attn0_b_o, NULL, NULL, NULL, NULL, NULL, MHA_F32};
 /* tl_attn1: a general-form attention exported from PyTorch by examples/export_torch.py for mha.h. */
 #include "mha.h"
 
@@ -2106,7 +2106,7 @@ static const float tl_attn1_b_o[48] = {
 
 /* heads 4, kv_heads 2, d_q 48, d_k 48, d_v 48, p_q = p_k 12, p_v 12, p_o 48, scaled dot product */
 static const mha_shape tl_attn1_shape = {4, 2, 48, 48, 48, 12, 12, 12, 48, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f};
-static const mha_weights tl_attn1_weights = {tl_attn1_w_q, tl_attn1_b_q, tl_attn1_w_k, tl_attn1_b_k, tl_attn1_w_v, tl_attn1_b_v, tl_attn1_w_o, tl_attn1_b_o, NULL, NULL, NULL, NULL, NULL};
+static const mha_weights tl_attn1_weights = {tl_attn1_w_q, tl_attn1_b_q, tl_attn1_w_k, tl_attn1_b_k, tl_attn1_w_v, tl_attn1_b_v, tl_attn1_w_o, tl_attn1_b_o, NULL, NULL, NULL, NULL, NULL, MHA_F32};
 static const float tl_emb[3648] = {
     -0.5876245f, 0.837786f, 0.7767401f, 0.01207826f, -0.1331483f, -1.027031f, -1.97204f, 0.07515012f,
     -0.4813173f, 0.1099122f, -1.882897f, 0.03897877f, -0.401199f, -0.8163967f, 0.6966623f, 0.1864672f,

@@ -111,7 +111,7 @@ int main(void) {
         static int32_t lens[1], len = 0;
         static float ho[2], *heads[2] = {ho, ho};
         static const float w4[4] = {0.5f, -0.25f, 0.125f, 1.0f}; /* 2 x 2 weights for the decoding case */
-        mha_weights w2 = {w4, NULL, w4, NULL, w4, NULL, w4, NULL, NULL, NULL, NULL, NULL, NULL};
+        mha_weights w2 = {w4, NULL, w4, NULL, w4, NULL, w4, NULL, NULL, NULL, NULL, NULL, NULL, MHA_F32};
         mha_shape s = {0};
         mha_mask vl = {0, 0, lens, 0, NULL, NULL};
         mha_cache kc = {NULL, NULL, NULL, 0, 0, 0};

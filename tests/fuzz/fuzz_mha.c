@@ -117,7 +117,8 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     t = fz_size(r);
     cap = fz_size(r);
     window = fz_byte(r) % 3 == 0 ? fz_size(r) : 0;
-    type = fz_byte(r) % 16 == 15;
+    type = fz_byte(r) % 16; /* 15: an unknown type; 14: f16; 13: bf16; else float */
+    type = type == 15 ? 3 + (int32_t)(fz_byte(r) % 2) * -4 : type == 14 ? MHA_F16 : type == 13 ? MHA_BF16 : MHA_F32;
     kv = fz_byte(r) % 8;
     kv = kv < 2 ? 1 : kv == 2 ? 0 : kv == 7 ? 2 + (fz_byte(r) & 1) : 1;
     null_which = fz_byte(r) % 24;
@@ -162,12 +163,18 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     for (j = 0; j < nq; ++j) q[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nk; ++j) k[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nv; ++j) v[j] = fz_value(r, specials, &finite);
-    for (j = 0; j < ncache; ++j) store[j] = fz_value(r, specials, &finite); /* earlier positions */
+    for (j = 0; j < ncache; ++j) { /* earlier positions, as floats or 16-bit elements */
+        float x = fz_value(r, specials, &finite);
+        if (type == MHA_F16 || type == MHA_BF16)
+            ((uint16_t *)store)[j] = type == MHA_F16 ? mha_f16_from_f32(x) : mha_bf16_from_f32(x);
+        else
+            store[j] = x;
+    }
     if (ncache) memcpy(store2, store, ncache * sizeof(float));
     memcpy(lens2, lens, ((size_t)batch + 1) * sizeof(int32_t));
     memset(&c, 0, sizeof c);
     c.k = null_which == 2 ? NULL : store;
-    c.v = store + (size_t)batch * (size_t)kvh * (size_t)cap * (size_t)s->p_k;
+    c.v = (unsigned char *)store + (size_t)batch * (size_t)kvh * (size_t)cap * (size_t)s->p_k * (type ? 2u : 4u);
     c.length = null_which == 3 ? NULL : lens;
     c.capacity = cap;
     c.window = window;
@@ -195,7 +202,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
             void *rw = malloc(rb);
             c2 = c;
             c2.k = store2;
-            c2.v = store2 + (c.v - store);
+            c2.v = (unsigned char *)store2 + ((unsigned char *)c.v - (unsigned char *)store);
             c2.length = lens2;
             if (mha_decode_reference(s, w, &c2, batch, t, q, kv ? k : NULL, kv ? v : NULL, ro, rw, rb) != MHA_OK)
                 FZ_FAIL("decode: the reference path is not MHA_OK");

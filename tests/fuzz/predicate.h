@@ -108,14 +108,20 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
     fz_u limit = (fz_u)SIZE_MAX, total;
     if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
     if (null_which == 1) return MHA_ERR_NULL;
-    if (cap < 1 || window < 0 || type != 0 || (window && kv && t > 0 && (int64_t)window + t - 1 > cap))
+#if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS
+    const int type_ok = type == 0;
+#else /* float, f16, bf16; a 16-bit cache with dot scoring only */
+    const int type_ok = type >= 0 && type <= 2 && !(type && s->score == MHA_SCORE_ADDITIVE);
+#endif
+    const unsigned esize = type ? 2u : 4u; /* bytes of a cache element */
+    if (cap < 1 || window < 0 || !type_ok || (window && kv && t > 0 && (int64_t)window + t - 1 > cap))
         return MHA_ERR_SHAPE;
     if (kv == 0 && (s->rope_dim || s->alibi)) return MHA_ERR_SHAPE; /* a cross-attention query has no position */
     if (null_which >= 2 || kv >= 2) return MHA_ERR_NULL;
     if (fz_bytes3(batch, t, s->d_q) >= limit || (kv && fz_bytes3(batch, t, s->d_k) >= limit) ||
         (kv && fz_bytes3(batch, t, s->d_v) >= limit) || fz_bytes3(batch, t, s->p_o) >= limit ||
-        fz_mul(fz_bytes3(batch, kvh, cap), (fz_u)s->p_k) >= limit ||
-        fz_mul(fz_bytes3(batch, kvh, cap), (fz_u)s->p_v) >= limit)
+        fz_mul(fz_mul(fz_count3(batch, kvh, cap), (fz_u)s->p_k), esize) >= limit ||
+        fz_mul(fz_mul(fz_count3(batch, kvh, cap), (fz_u)s->p_v), esize) >= limit)
         return MHA_ERR_OVERFLOW;
     /* 4 (h p_q + p_a + capacity + h p_v + h capacity p_a) + 64 + the call state */
     total = fz_add(fz_mul((fz_u)H, (fz_u)s->p_q), fz_add((fz_u)pa, (fz_u)cap));
