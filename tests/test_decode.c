@@ -20,6 +20,7 @@
    suite's. */
 #include <float.h>
 
+#include "naive_ref.h"
 #include "test_util.h"
 
 #define TOL 1e-5f
@@ -472,6 +473,223 @@ static void test_long(void) {
 
 #endif
 
+/* ---- 16-bit weights and caches ---------------------------------------------- */
+
+/* Element i of a cache array of type (float, or 16-bit converted exactly). */
+static double cache_elt(const void *p, int32_t type, size_t i) {
+    if (type == MHA_F16) return (double)mha_f32_from_f16(((const uint16_t *)p)[i]);
+    if (type == MHA_BF16) return (double)mha_f32_from_bf16(((const uint16_t *)p)[i]);
+    return (double)((const float *)p)[i];
+}
+
+/* The double-precision output [p_o] of the query x (d_q) at position P of
+   a one-sequence cache that holds e positions, computed from the same
+   rounded values mha.h reads: the weights as the floats wq, bq, wo, bo (the
+   16-bit ones converted), the cache's elements converted exactly. Position
+   p lives in slot p, or p mod capacity once e > capacity (README); the
+   query sees p <= P, with a window only p > P - window. Into out as floats. */
+static void oracle_step(const mha_shape *s, const float *wq, const float *bq, const float *wo, const float *bo,
+                        const mha_cache *c, int32_t e, const float *x, int32_t P, float *out) {
+    int32_t H = s->heads, G = H / s->kv_heads, pq = s->p_q, pv = s->p_v, cap = c->capacity, i, j, a, r;
+    int32_t held = e < cap ? e : cap;
+    double *qp = (double *)malloc(sizeof(double) * (size_t)(H * pq)), *cat = (double *)malloc(sizeof(double) * (size_t)(H * pv));
+    double *sc = (double *)malloc(sizeof(double) * (size_t)cap), scale = 1.0 / sqrt((double)s->p_k), mx, sum, acc;
+    for (r = 0; r < H * pq; ++r) {
+        for (acc = bq ? (double)bq[r] : 0.0, a = 0; a < s->d_q; ++a) acc += (double)wq[(size_t)r * (size_t)s->d_q + (size_t)a] * x[a];
+        qp[r] = acc;
+    }
+    for (i = 0; i < H && s->rope_dim; ++i) naive_rope(s, qp + i * pq, (double)P);
+    for (i = 0; i < H; ++i) {
+        size_t base = (size_t)(i / G) * (size_t)cap;
+        for (mx = -INFINITY, j = 0; j < held; ++j) {
+            int32_t pos = e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+            sc[j] = -INFINITY;
+            if (pos <= P && (!c->window || pos > P - c->window)) {
+                for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * cache_elt(c->k, c->type, (base + (size_t)j) * (size_t)pq + (size_t)a);
+                sc[j] = scale * acc;
+            }
+            if (sc[j] > mx) mx = sc[j];
+        }
+        for (sum = 0.0, j = 0; j < held; ++j) sum += sc[j] = exp(sc[j] - mx);
+        for (a = 0; a < pv; ++a) {
+            for (acc = 0.0, j = 0; j < held; ++j) acc += sc[j] / sum * cache_elt(c->v, c->type, (base + (size_t)j) * (size_t)pv + (size_t)a);
+            cat[i * pv + a] = acc;
+        }
+    }
+    for (r = 0; r < s->p_o; ++r) {
+        for (acc = bo ? (double)bo[r] : 0.0, a = 0; a < H * pv; ++a) acc += (double)wo[(size_t)r * (size_t)(H * pv) + (size_t)a] * cat[a];
+        out[r] = (float)acc;
+    }
+    free(qp);
+    free(cat);
+    free(sc);
+}
+
+/* Whether every position the one-sequence cache holds (e appended) is its
+   projected key (RoPE at its position) and value, computed in double from
+   the same weights (wk, bk, wv, bv) and the tokens k, v (d_k, d_v each),
+   rounded to the cache's type: within half a unit in the last place of
+   the type (2^-11 relative for f16, 2^-8 for bf16), plus fp32's own error. */
+static int cache_rounded_ok(const mha_shape *s, const float *wk, const float *bk, const float *wv, const float *bv,
+                            const mha_cache *c, int32_t e, const float *k, const float *v) {
+    const double u = c->type == MHA_F16 ? 1.0 / 2048.0 : 1.0 / 256.0;
+    int32_t cap = c->capacity, held = e < cap ? e : cap, j, g, r, a, pk = s->p_k, pv = s->p_v;
+    double kp[64], acc, got;
+    int ok = 1;
+    for (j = 0; j < held; ++j) {
+        int32_t pos = e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+        for (g = 0; g < s->kv_heads; ++g) {
+            size_t slot = (size_t)g * (size_t)cap + (size_t)j;
+            for (r = 0; r < pk; ++r) {
+                size_t row = (size_t)(g * pk + r);
+                for (acc = bk ? (double)bk[row] : 0.0, a = 0; a < s->d_k; ++a)
+                    acc += (double)wk[row * (size_t)s->d_k + (size_t)a] * k[(size_t)pos * (size_t)s->d_k + (size_t)a];
+                kp[r] = acc;
+            }
+            if (s->rope_dim) naive_rope(s, kp, (double)pos);
+            for (r = 0; r < pk; ++r) {
+                got = cache_elt(c->k, c->type, slot * (size_t)pk + (size_t)r);
+                ok &= fabs(got - kp[r]) <= u * fabs(kp[r]) + 1e-6 * (1.0 + fabs(kp[r]));
+            }
+            for (r = 0; r < pv; ++r) {
+                size_t row = (size_t)(g * pv + r);
+                for (acc = bv ? (double)bv[row] : 0.0, a = 0; a < s->d_v; ++a)
+                    acc += (double)wv[row * (size_t)s->d_v + (size_t)a] * v[(size_t)pos * (size_t)s->d_v + (size_t)a];
+                got = cache_elt(c->v, c->type, slot * (size_t)pv + (size_t)r);
+                ok &= fabs(got - acc) <= u * fabs(acc) + 1e-6 * (1.0 + fabs(acc));
+            }
+        }
+    }
+    return ok;
+}
+
+/* A weight matrix of count floats rounded to type: its 16-bit elements
+   (returned, malloc'd) and, in place, the floats they convert back to. */
+static uint16_t *round_weights(float *w, size_t count, int32_t type) {
+    uint16_t *h = (uint16_t *)malloc((count ? count : 1) * sizeof(uint16_t));
+    size_t i;
+    for (i = 0; i < count; ++i) {
+        h[i] = type == MHA_F16 ? mha_f16_from_f32(w[i]) : mha_bf16_from_f32(w[i]);
+        w[i] = type == MHA_F16 ? mha_f32_from_f16(h[i]) : mha_f32_from_bf16(h[i]);
+    }
+    return h;
+}
+
+/* f16 and bf16 caches, with float weights and with weights of the same
+   type, on mha_decode and mha_decode_reference: a prefill chunk (more than
+   the 8 rows that decoding reads 16-bit weights for as they are), then
+   single steps; every output against oracle_step on the same rounded values
+   (README: the fp32 computation on the rounded values, within the suite's
+   tolerance), and the cache's contents against cache_rounded_ok. Variants: GQA; RoPE with a window over a ring that wraps;
+   heads of 16 and 64 (whole vectors, the four-vector kernels); a long
+   cache over several split-KV chunks (not on the small targets). */
+static void test_16bit(void) {
+#if !defined(TEST_DECODE_SMALL) || !TEST_DECODE_SMALL
+    const int variants = 4;
+#else
+    const int variants = 3;
+#endif
+    int variant, ti, wi, path, all = 1, refused = 1;
+    for (variant = 0; variant < variants; ++variant)
+        for (ti = 0; ti < 2; ++ti)
+            for (wi = 0; wi < 2; ++wi)
+                for (path = 0; path < 2; ++path) {
+                    const int32_t type = ti ? MHA_BF16 : MHA_F16, wtype = wi ? type : MHA_F32;
+                    mha_shape s = {0};
+                    tu_problem p;
+                    mha_weight_counts wc;
+                    mha_weights w;
+                    mha_cache c;
+                    uint16_t *w16[4] = {NULL, NULL, NULL, NULL};
+                    int32_t len = 0, pre, steps, cap, e, P, check_from;
+                    size_t bytes;
+                    void *ws, *store;
+                    float *q, *k, *v, *out, *want;
+                    int ok = 1;
+                    s.heads = 4;
+                    s.kv_heads = 2;
+                    s.d_q = s.d_k = s.d_v = 12;
+                    s.p_q = s.p_k = variant == 2 ? 16 : variant == 3 ? 64 : 8;
+                    s.p_v = variant == 2 ? 64 : variant == 3 ? 80 : 6;
+                    s.p_o = 7;
+                    pre = variant == 1 ? 3 : variant == 3 ? 1090 : 9;
+                    steps = variant == 1 ? 20 : 4;
+                    cap = variant == 1 ? 12 : pre + steps;
+                    if (variant == 1 || variant == 3) {
+                        s.rope_dim = variant == 1 ? 8 : 32;
+                        s.rope_pairs = variant == 3;
+                    }
+                    tu_problem_make(&p, &s, 1, 1, 1, 1);
+                    mha_weight_counts_get(&s, &wc);
+                    w = p.w;
+                    w.type = wtype;
+                    if (wtype != MHA_F32) {
+                        w.w_q = w16[0] = round_weights((float *)p.w.w_q, wc.w_q, wtype);
+                        w.w_k = w16[1] = round_weights((float *)p.w.w_k, wc.w_k, wtype);
+                        w.w_v = w16[2] = round_weights((float *)p.w.w_v, wc.w_v, wtype);
+                        w.w_o = w16[3] = round_weights((float *)p.w.w_o, wc.w_o, wtype);
+                    }
+                    memset(&c, 0, sizeof c);
+                    c.capacity = cap;
+                    c.window = variant == 1 ? 5 : 0;
+                    c.type = type;
+                    c.length = &len;
+                    store = malloc(mha_cache_bytes_typed(&s, 1, cap, type));
+                    c.k = store;
+                    c.v = (uint16_t *)store + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
+                    q = tu_floats((size_t)(pre + steps) * 12, 1.0f);
+                    k = tu_floats((size_t)(pre + steps) * 12, 1.0f);
+                    v = tu_floats((size_t)(pre + steps) * 12, 1.0f);
+                    out = tu_floats((size_t)pre * 7, 0.0f);
+                    want = tu_floats(7, 0.0f);
+                    bytes = path ? mha_decode_reference_workspace_size(&s, 1, pre, cap)
+                                 : mha_decode_workspace_size(&s, 1, pre, cap);
+                    ws = malloc(bytes);
+                    for (e = 0; e < pre + steps; e += e ? 1 : pre) { /* the chunk, then steps */
+                        int32_t t = e ? 1 : pre;
+                        ok &= (path ? mha_decode_reference : mha_decode)(&s, &w, &c, 1, t, q + (size_t)e * 12,
+                                                                          k + (size_t)e * 12, v + (size_t)e * 12,
+                                                                          out, ws, bytes) == MHA_OK;
+                        check_from = t > 8 ? t - 8 : 0; /* the last 8 rows of a long chunk */
+                        for (P = e + check_from; P < e + t; ++P) {
+                            oracle_step(&s, (const float *)p.w.w_q, p.w.b_q, (const float *)p.w.w_o, p.w.b_o, &c, e + t,
+                                        q + (size_t)P * 12, P, want);
+                            ok &= close_to(out + (size_t)(P - e) * 7, want, 7);
+                        }
+                    }
+                    ok &= len == pre + steps;
+                    ok &= cache_rounded_ok(&s, (const float *)p.w.w_k, p.w.b_k, (const float *)p.w.w_v, p.w.b_v, &c,
+                                           pre + steps, k, v);
+                    if (!ok)
+                        printf("16-bit decode: variant %d, cache type %d, weights type %d, %s path\n", variant,
+                               (int)type, (int)wtype, path ? "reference" : "mha_decode's");
+                    all &= ok;
+                    if (variant == 0 && !path) { /* additive scoring: no 16-bit cache */
+                        mha_shape sa = s;
+                        sa.score = MHA_SCORE_ADDITIVE;
+                        sa.p_a = 3;
+                        refused &= mha_decode(&sa, &w, &c, 1, 1, q, k, v, out, ws, bytes) == MHA_ERR_SHAPE;
+                    }
+                    free(ws);
+                    free(store);
+                    free(q);
+                    free(k);
+                    free(v);
+                    free(out);
+                    free(want);
+                    free(w16[0]);
+                    free(w16[1]);
+                    free(w16[2]);
+                    free(w16[3]);
+                    tu_problem_free(&p);
+                }
+    CHECK(all, "f16 and bf16 caches, with float and 16-bit weights (GQA; RoPE and a window over a wrapped ring; "
+               "heads of 16 and 64; a long cache), prefill chunk then steps, fast and reference paths: every "
+               "output equals the double computation on the same rounded weights and cache, and the cache holds the "
+               "projections rounded to its type");
+    CHECK(refused, "a 16-bit cache with additive scoring: MHA_ERR_SHAPE");
+}
+
 /* Values that are not finite, or so large that the weighted sum would
    overflow on the way: the same results (NaN where NaN, inf where inf,
    finite values within the tolerance) as the reference path. */
@@ -543,6 +761,7 @@ static void test_non_finite(void) {
 }
 
 int main(void) {
+    (void)naive_forward; /* naive_ref.h: only its RoPE is used here */
     tu_seed(20261202u);
     test_decode_equals_forward();
     test_ring_equals_window();
@@ -552,6 +771,7 @@ int main(void) {
     test_long();
 #endif
     test_non_finite();
+    test_16bit();
     printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
            (double)worst_ratio);
     return tu_summary();

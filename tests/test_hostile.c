@@ -337,17 +337,29 @@ static void test_knobs(void) {
               "MHA_ERR_SHAPE on both paths");
     CHECK(ok_ws, "the same shapes: workspace sizes 0");
     CHECK(nothing, "the same shapes: out untouched");
-    if (mha_build_info().no_extras) { /* compiled out: every knob is refused */
-        for (k = 0; k < 4; ++k) {
+    for (k = 0; k < 3; ++k) { /* weights of no known element type */
+        mha_weights w = p.w;
+        w.type = k == 0 ? 3 : k == 1 ? -1 : INT32_MAX;
+        CHECK(mha_forward(&base, &w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE &&
+                  mha_pack_weights(&base, &w, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+              "weights of element type %d: MHA_ERR_SHAPE", (int)w.type);
+    }
+    CHECK(mha_cache_bytes_typed(&base, 2, 5, 3) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
+          "mha_cache_bytes_typed of an unknown type: 0");
+    if (mha_build_info().no_extras) { /* compiled out: every knob and 16-bit type is refused */
+        for (k = 0; k < 5; ++k) {
             s = base;
             if (k == 0) s.rope_dim = 2;
             if (k == 1) s.alibi = 1;
             if (k == 2) s.softcap = 1.0f;
             p.w.sinks = k == 3 ? p.q : NULL;
+            p.w.type = k == 4 ? MHA_F16 : MHA_F32;
             CHECK(mha_forward(&s, &p.w, 2, 3, 4, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
                   "MHA_NO_EXTRAS: knob %d refused", k);
         }
         p.w.sinks = NULL;
+        p.w.type = MHA_F32;
+        CHECK(mha_cache_bytes_typed(&base, 2, 5, MHA_F16) == 0, "MHA_NO_EXTRAS: no 16-bit cache");
         tu_problem_free(&p);
         return;
     }

@@ -869,6 +869,81 @@ static void test_16bit_floats(void) {
           "16-bit floats: known values back to float");
 }
 
+/* 16-bit weights: mha_forward (packed and not), mha_head and
+   mha_output_rows with f16 and bf16 matrices give, bit for bit, what they
+   give with float matrices holding the same rounded values (the elements
+   are converted exactly and summed in the same order), on both paths;
+   mha_cache_bytes_typed is half the float cache. */
+static void test_16bit_weights(void) {
+    mha_shape s = shape_of(4, 2, 37, 19, 23, 20, 17, 33, 0); /* odd sizes, d_q past one block of 32 */
+    tu_problem p;
+    mha_weight_counts wc;
+    size_t hbytes = mha_reference_workspace_size(&s, 1, 1, 7);
+    void *hws = malloc(hbytes);
+    int ti, ok = 1;
+    tu_problem_make(&p, &s, 2, 5, 7, 1);
+    mha_weight_counts_get(&s, &wc);
+    for (ti = 0; ti < 2; ++ti) {
+        const int32_t type = ti ? MHA_BF16 : MHA_F16;
+        const size_t counts[4] = {wc.w_q, wc.w_k, wc.w_v, wc.w_o};
+        const void *src[4];
+        uint16_t *h[4];
+        float *f[4], *out16 = tu_floats((size_t)2 * 5 * (size_t)s.p_o, 0.0f), *out32 = tu_floats((size_t)2 * 5 * (size_t)s.p_o, 0.0f);
+        mha_weights w16 = p.w, w32 = p.w;
+        size_t k, i, pbytes = mha_packed_weights_size(&s), no = (size_t)2 * 5 * (size_t)s.p_o;
+        void *pk16 = malloc(pbytes ? pbytes : 1), *pk32 = malloc(pbytes ? pbytes : 1);
+        float h16[64], h32[64];
+        src[0] = p.w.w_q; src[1] = p.w.w_k; src[2] = p.w.w_v; src[3] = p.w.w_o;
+        for (k = 0; k < 4; ++k) {
+            h[k] = (uint16_t *)malloc(counts[k] * sizeof(uint16_t));
+            f[k] = (float *)malloc(counts[k] * sizeof(float));
+            for (i = 0; i < counts[k]; ++i) {
+                float x = ((const float *)src[k])[i] * 3.0f;
+                h[k][i] = type == MHA_F16 ? mha_f16_from_f32(x) : mha_bf16_from_f32(x);
+                f[k][i] = type == MHA_F16 ? mha_f32_from_f16(h[k][i]) : mha_f32_from_bf16(h[k][i]);
+            }
+        }
+        w16.w_q = h[0]; w16.w_k = h[1]; w16.w_v = h[2]; w16.w_o = h[3];
+        w16.type = type;
+        w32.w_q = f[0]; w32.w_k = f[1]; w32.w_v = f[2]; w32.w_o = f[3];
+        ok &= mha_forward(&s, &w16, 2, 5, 7, p.q, p.k, p.v, NULL, out16, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        ok &= mha_forward(&s, &w32, 2, 5, 7, p.q, p.k, p.v, NULL, out32, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        ok &= memcmp(out16, out32, no * sizeof(float)) == 0 && tu_all_finite(out16, no);
+        if (pbytes) { /* packed from the 16-bit weights: the same panels */
+            ok &= mha_pack_weights(&s, &w16, pk16, pbytes) == MHA_OK && mha_pack_weights(&s, &w32, pk32, pbytes) == MHA_OK;
+            w16.packed = pk16;
+            w32.packed = pk32;
+            ok &= mha_forward(&s, &w16, 2, 5, 7, p.q, p.k, p.v, NULL, out16, NULL, p.ws, p.ws_bytes) == MHA_OK;
+            ok &= mha_forward(&s, &w32, 2, 5, 7, p.q, p.k, p.v, NULL, out32, NULL, p.ws, p.ws_bytes) == MHA_OK;
+            ok &= memcmp(out16, out32, no * sizeof(float)) == 0;
+            w16.packed = w32.packed = NULL;
+        }
+        ok &= mha_forward_reference(&s, &w16, 2, 5, 7, p.q, p.k, p.v, NULL, out16, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        ok &= mha_forward_reference(&s, &w32, 2, 5, 7, p.q, p.k, p.v, NULL, out32, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        ok &= memcmp(out16, out32, no * sizeof(float)) == 0;
+        ok &= mha_head(&s, &w16, 3, p.q, p.k, p.v, 7, 6, h16, hws, hbytes) == MHA_OK;
+        ok &= mha_head(&s, &w32, 3, p.q, p.k, p.v, 7, 6, h32, hws, hbytes) == MHA_OK;
+        ok &= memcmp(h16, h32, (size_t)s.p_v * sizeof(float)) == 0;
+        ok &= mha_output_rows(&s, &w16, 3, p.q, out16) == MHA_OK && mha_output_rows(&s, &w32, 3, p.q, out32) == MHA_OK;
+        ok &= memcmp(out16, out32, (size_t)3 * (size_t)s.p_o * sizeof(float)) == 0;
+        for (k = 0; k < 4; ++k) {
+            free(h[k]);
+            free(f[k]);
+        }
+        free(out16);
+        free(out32);
+        free(pk16);
+        free(pk32);
+    }
+    CHECK(ok, "f16 and bf16 weights: mha_forward (packed and not, both paths), mha_head, mha_output_rows equal "
+              "float weights of the same values bit for bit");
+    CHECK(mha_cache_bytes_typed(&s, 2, 5, MHA_F16) * 2 == mha_cache_bytes(&s, 2, 5) &&
+              mha_cache_bytes_typed(&s, 2, 5, MHA_BF16) * 2 == mha_cache_bytes_typed(&s, 2, 5, MHA_F32),
+          "mha_cache_bytes_typed: 16-bit caches are half a float cache");
+    free(hws);
+    tu_problem_free(&p);
+}
+
 int main(void) {
     test_reference_vectors();
     test_core_vectors();
@@ -891,6 +966,7 @@ int main(void) {
     if (!mha_build_info().no_extras) {
         test_rope_pairings();
         test_alibi_slopes();
+        test_16bit_weights();
     }
     return tu_summary();
 }
