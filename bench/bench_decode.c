@@ -147,6 +147,103 @@ static void baseline_step(baseline *bl, const dshape *r, const mha_weights *w, i
     }
 }
 
+/* ---- 16-bit weights and caches -------------------------------------------------
+   The step of shape r on one thread three ways, side by side in one loop
+   (each round times the three in turn): float weights (packed) and a float
+   cache; f16 weights and an f16 cache; bf16 weights and a bf16 cache, the
+   same values rounded. Prints the medians, the bytes each must read, GB/s
+   and % of the one-thread stream, the speed-ups over float, and the largest
+   difference of the 16-bit outputs from the float one (relative to 1 +
+   |out|: the rounding of the weights and cache, not an error of mha.h). */
+static void bench16(const dshape *r, double budget, double bw1) {
+    const size_t kvp = (size_t)r->kv * (size_t)r->p, cap = (size_t)r->m + (size_t)r->t, runs_max = 200;
+    mha_shape sh = {0};
+    mha_weight_counts c;
+    mha_weights w[3];
+    mha_cache cache[3];
+    int32_t len[3];
+    size_t counts[4], k, i, v, runs = 0, bytes, pbytes, wbytes, bbytes;
+    float *wf[4], *bias[4], *kf, *x, *out[3];
+    uint16_t *wh[2][4], *ch[2];
+    double times[3][200], ms[3], diff[3] = {0.0, 0.0, 0.0}, start;
+    void *ws, *pack;
+    sh.heads = r->heads;
+    sh.kv_heads = r->kv;
+    sh.d_q = sh.d_k = sh.d_v = sh.p_o = r->d;
+    sh.p_q = sh.p_k = sh.p_v = r->p;
+    if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
+    counts[0] = c.w_q; counts[1] = c.w_k; counts[2] = c.w_v; counts[3] = c.w_o;
+    bias[0] = filled(c.b_q, 0.1f); bias[1] = filled(c.b_k, 0.1f); bias[2] = filled(c.b_v, 0.1f); bias[3] = filled(c.b_o, 0.1f);
+    kf = filled(2 * kvp * cap, 1.0f);
+    for (v = 0; v < 2; ++v) ch[v] = (uint16_t *)alloc(2 * kvp * cap * sizeof(uint16_t));
+    for (i = 0; i < 2 * kvp * cap; ++i) {
+        ch[0][i] = mha_f16_from_f32(kf[i]);
+        ch[1][i] = mha_bf16_from_f32(kf[i]);
+    }
+    for (k = 0; k < 4; ++k) {
+        wf[k] = filled(counts[k], sqrtf(3.0f / (float)(k == 3 ? r->heads * r->p : r->d)));
+        for (v = 0; v < 2; ++v) wh[v][k] = (uint16_t *)alloc(counts[k] * sizeof(uint16_t));
+        for (i = 0; i < counts[k]; ++i) {
+            wh[0][k][i] = mha_f16_from_f32(wf[k][i]);
+            wh[1][k][i] = mha_bf16_from_f32(wf[k][i]);
+        }
+    }
+    for (v = 0; v < 3; ++v) {
+        memset(&w[v], 0, sizeof w[v]);
+        w[v].w_q = v ? (const void *)wh[v - 1][0] : wf[0];
+        w[v].w_k = v ? (const void *)wh[v - 1][1] : wf[1];
+        w[v].w_v = v ? (const void *)wh[v - 1][2] : wf[2];
+        w[v].w_o = v ? (const void *)wh[v - 1][3] : wf[3];
+        w[v].b_q = bias[0]; w[v].b_k = bias[1]; w[v].b_v = bias[2]; w[v].b_o = bias[3];
+        w[v].type = v == 0 ? MHA_F32 : v == 1 ? MHA_F16 : MHA_BF16;
+        memset(&cache[v], 0, sizeof cache[v]);
+        cache[v].capacity = (int32_t)cap;
+        cache[v].type = w[v].type;
+        cache[v].k = v ? (void *)ch[v - 1] : (void *)kf;
+        cache[v].v = v ? (void *)(ch[v - 1] + kvp * cap) : (void *)(kf + kvp * cap);
+        cache[v].length = &len[v];
+        out[v] = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
+    }
+    pbytes = mha_packed_weights_size(&sh);
+    pack = alloc(pbytes);
+    if (mha_pack_weights(&sh, &w[0], pack, pbytes) != MHA_OK) exit(1);
+    w[0].packed = pack;
+    x = filled((size_t)r->t * (size_t)r->d, 1.0f);
+    bytes = mha_decode_workspace_size(&sh, 1, r->t, (int32_t)cap);
+    ws = alloc(bytes);
+    fprintf(stderr, "bench_decode: shape %s: float, f16, bf16 side by side...\n", r->name);
+    start = now();
+    while (runs < runs_max && (runs < 3 || now() - start < 3.0 * budget)) {
+        for (v = 0; v < 3; ++v) {
+            double t0 = now();
+            len[v] = r->m;
+            if (mha_decode(&sh, &w[v], &cache[v], 1, r->t, x, x, x, out[v], ws, bytes) != MHA_OK) exit(1);
+            times[v][runs] = now() - t0;
+        }
+        ++runs;
+    }
+    for (v = 0; v < 3; ++v) {
+        qsort(times[v], runs, sizeof times[v][0], cmp_double);
+        ms[v] = 1e3 * times[v][runs / 2];
+        for (i = 0; i < (size_t)r->t * (size_t)r->d; ++i) {
+            double e = fabs((double)out[v][i] - (double)out[0][i]) / (1.0 + fabs((double)out[0][i]));
+            if (e > diff[v] || e != e) diff[v] = e;
+        }
+    }
+    wbytes = 2 * kvp * cap + c.w_q + c.w_k + c.w_v + c.w_o; /* elements of the cache and the weight matrices */
+    bbytes = 4 * (c.b_q + c.b_k + c.b_v + c.b_o);
+    printf("| %s | %zu | %zu | %.3f | %.3f | %.3f | %.1f | %.0f %% | %.2f | %.2f | %.1e | %.1e |\n", r->name,
+           4 * wbytes + bbytes, 2 * wbytes + bbytes, ms[0], ms[1], ms[2],
+           (double)(2 * wbytes + bbytes) / ms[1] * 1e-6, 100.0 * (double)(2 * wbytes + bbytes) / ms[1] * 1e-6 / bw1,
+           ms[0] / ms[1], ms[0] / ms[2], diff[1], diff[2]);
+    fflush(stdout);
+    for (k = 0; k < 4; ++k) {
+        free(wf[k]); free(bias[k]); free(wh[0][k]); free(wh[1][k]);
+    }
+    for (v = 0; v < 3; ++v) free(out[v]);
+    free(kf); free(ch[0]); free(ch[1]); free(pack); free(x); free(ws);
+}
+
 enum { ONE, TWO, BASE };
 
 int main(int argc, char **argv) {
@@ -171,7 +268,7 @@ int main(int argc, char **argv) {
         int cap = r->m + r->t, path, j;
         size_t bytes, pbytes, kvp = (size_t)r->kv * (size_t)r->p, step_bytes, runs_max = 200;
         double ms[3], mn[3], times[200], t0, start, diff = 0.0;
-        float *x, *out, *out_bl;
+        float *x, *out, *out_bl, *kf;
         void *ws, *pack;
         if (argc > 2 && strcmp(argv[2], r->name) != 0 && strcmp(argv[2], "all") != 0) continue;
         sh.heads = r->heads;
@@ -189,8 +286,9 @@ int main(int argc, char **argv) {
         w.packed = pack;
         memset(&cache, 0, sizeof cache);
         cache.capacity = cap;
-        cache.k = filled(mha_cache_bytes(&sh, 1, cap) / sizeof(float), 1.0f);
-        cache.v = cache.k + kvp * (size_t)cap;
+        kf = filled(mha_cache_bytes(&sh, 1, cap) / sizeof(float), 1.0f);
+        cache.k = kf;
+        cache.v = kf + kvp * (size_t)cap;
         cache.length = &len;
         bl.kc = alloc(kvp * (size_t)cap * sizeof(float)); /* the same positions, token-major */
         bl.vc = alloc(kvp * (size_t)cap * sizeof(float));
@@ -198,8 +296,8 @@ int main(int argc, char **argv) {
             int g, a;
             for (g = 0; g < r->kv; ++g)
                 for (a = 0; a < r->p; ++a) {
-                    bl.kc[(size_t)j * kvp + (size_t)(g * r->p + a)] = cache.k[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
-                    bl.vc[(size_t)j * kvp + (size_t)(g * r->p + a)] = cache.v[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
+                    bl.kc[(size_t)j * kvp + (size_t)(g * r->p + a)] = kf[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
+                    bl.vc[(size_t)j * kvp + (size_t)(g * r->p + a)] = kf[kvp * (size_t)cap + ((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
                 }
         }
         bl.q = alloc((size_t)(r->heads * r->p) * sizeof(float));
@@ -247,5 +345,13 @@ int main(int argc, char **argv) {
         free(pack); free(cache.k); free(bl.kc); free(bl.vc); free(bl.q); free(bl.xb); free(bl.att);
         free(x); free(out); free(out_bl); free(ws);
     }
+    printf("\n16-bit weights and caches, one thread, side by side (f16 and bf16 against float; max diff: the "
+           "16-bit output's largest difference from the float one, |diff| / (1 + |out|))\n");
+    printf("| shape | bytes float | bytes 16-bit | float ms | f16 ms | bf16 ms | f16 GB/s | %% of stream |"
+           " float / f16 | float / bf16 | max diff f16 | max diff bf16 |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (s = 0; s < count; ++s)
+        if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
+            bench16(&SHAPES[s], budget, bw1);
     return 0;
 }
