@@ -52,10 +52,11 @@ PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $
 ifeq ($(shell uname -m),x86_64)
 FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512
 FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
-           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast" "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_decode_fast" \
+           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast" "sh tests/if_cpu.sh avx2,fma,f16c $(BUILD)/test_decode_fast" \
            "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_decode_avx512"
 DECODESIMD = $(BUILD)/test_decode_avx512
 FASTMHA  = -mavx2 -mfma
+F16C     = -mf16c # the AVX2 decode builds: f16 conversions by F16C (the portable builds test the lane-by-lane ones)
 IFSIMD   = sh tests/if_cpu.sh avx2,fma
 VGFAST   = "sh tests/if_cpu.sh avx2,fma valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast_avx2 240 4001"
 else
@@ -128,7 +129,7 @@ $(BUILD)/test_decode_portable: $(DECODE) $(TESTDEP) | $(BUILD)
 	    $(DECODE) -o $@ $(LDLIBS)
 
 $(BUILD)/test_decode_fast: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(DECODE) -o $@ \
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) $(F16C) -Itests $(DECODE) -o $@ \
 	    $(LDLIBS)
 
 $(BUILD)/test_decode_avx512: $(DECODE) $(TESTDEP) | $(BUILD)
@@ -198,7 +199,7 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
 	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(F16C) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
 	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
