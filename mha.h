@@ -251,7 +251,7 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
      MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
 /* the reference path keeps its call state there, not on the stack */
-#define MHA_WORKSPACE_STATE (56 * sizeof(void *))
+#define MHA_WORKSPACE_STATE (60 * sizeof(void *))
 
 /* Fills *counts with the element count of every weight array.
    Returns MHA_ERR_NULL, MHA_ERR_SHAPE, MHA_ERR_OVERFLOW or MHA_OK. */
@@ -3915,6 +3915,18 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
 
 /*
    Revision history:
+       unreleased  the decoder knobs: RoPE (both pairings, partial, angles
+              exact at any position without double), ALiBi, the logit
+              soft-cap, attention sinks; MHA_NO_EXTRAS. 16-bit floats:
+              mha_f16_from_f32 and its three siblings; weights (w.type) and
+              KV caches (cache.type) of f16 or bf16, fp32 arithmetic, with
+              vector conversions on the fast path and a matrix-vector product
+              for decoding with 16-bit weights; mha_cache_bytes_typed. API:
+              mha_weights' w_q, w_k, w_v, w_o are const void *, mha_cache's k
+              and v void * (indexing them needs a cast), mha_weights gains
+              sinks and type (positional initialisers gain two fields).
+              MHA_WORKSPACE_STATE is 60 pointers (was 56: the weights'
+              type, on AVR).
        0.2.0  decoding over a caller-owned KV cache: mha_cache, mha_cache_append,
               mha_decode (self-attention with chunks of any length, a sliding
               window as a ring buffer, cross-attention), its fast path

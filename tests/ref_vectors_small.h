@@ -185,9 +185,9 @@ static const float rv_55[4] = {
 };
 
 static const ref_case ref_cases[] = {
-    {"torch_mha_packed", "tiny", {2, 0, 4, 4, 4, 2, 2, 2, 4, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 1, 2, 3, rv_9, rv_10, rv_11, {rv_1, rv_2, rv_3, rv_4, rv_5, rv_6, rv_7, rv_8, NULL, NULL, NULL, NULL, NULL}, {0, 0, NULL, 0, NULL, NULL}, rv_12, NULL},
-    {"gqa", "tiny_causal_valid_lens", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 2, 2, 3, rv_21, rv_22, rv_23, {rv_13, rv_14, rv_15, rv_16, rv_17, rv_18, rv_19, rv_20, NULL, NULL, NULL, NULL, NULL}, {1, 1, rv_24, 0, NULL, NULL}, rv_25, rv_26},
-    {"additive", "tiny_keep", {1, 0, 2, 3, 2, 2, 3, 2, 2, MHA_SCORE_ADDITIVE, 2, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 1, 2, 3, rv_38, rv_39, rv_40, {rv_27, rv_28, rv_29, rv_30, rv_31, rv_32, rv_33, rv_34, rv_35, rv_36, rv_37, NULL, NULL}, {0, 0, NULL, 0, rv_41, NULL}, rv_42, NULL},
-    {"extras_together", "tiny", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f, 2, MHA_ROPE_HALF, 0.0f, 1, 2.0f}, 1, 2, 3, rv_51, rv_52, rv_53, {rv_43, rv_44, rv_45, rv_46, rv_47, rv_48, rv_49, rv_50, NULL, NULL, NULL, NULL, rv_54}, {1, 1, NULL, 0, NULL, NULL}, rv_55, NULL}
+    {"torch_mha_packed", "tiny", {2, 0, 4, 4, 4, 2, 2, 2, 4, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 1, 2, 3, rv_9, rv_10, rv_11, {rv_1, rv_2, rv_3, rv_4, rv_5, rv_6, rv_7, rv_8, NULL, NULL, NULL, NULL, NULL, 0}, {0, 0, NULL, 0, NULL, NULL}, rv_12, NULL},
+    {"gqa", "tiny_causal_valid_lens", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 2, 2, 3, rv_21, rv_22, rv_23, {rv_13, rv_14, rv_15, rv_16, rv_17, rv_18, rv_19, rv_20, NULL, NULL, NULL, NULL, NULL, 0}, {1, 1, rv_24, 0, NULL, NULL}, rv_25, rv_26},
+    {"additive", "tiny_keep", {1, 0, 2, 3, 2, 2, 3, 2, 2, MHA_SCORE_ADDITIVE, 2, 0.0f, 0, MHA_ROPE_HALF, 0.0f, 0, 0.0f}, 1, 2, 3, rv_38, rv_39, rv_40, {rv_27, rv_28, rv_29, rv_30, rv_31, rv_32, rv_33, rv_34, rv_35, rv_36, rv_37, NULL, NULL, 0}, {0, 0, NULL, 0, rv_41, NULL}, rv_42, NULL},
+    {"extras_together", "tiny", {2, 1, 3, 2, 3, 2, 2, 2, 2, MHA_SCORE_DOT, 0, 0.0f, 2, MHA_ROPE_HALF, 0.0f, 1, 2.0f}, 1, 2, 3, rv_51, rv_52, rv_53, {rv_43, rv_44, rv_45, rv_46, rv_47, rv_48, rv_49, rv_50, NULL, NULL, NULL, NULL, rv_54, 0}, {1, 1, NULL, 0, NULL, NULL}, rv_55, NULL}
 };
 #define REF_CASE_COUNT ((int)(sizeof ref_cases / sizeof ref_cases[0]))

@@ -82,7 +82,7 @@ int main(void) {
     for (c = 0; c < REF_CASE_COUNT; ++c) { /* decode equals forward: the first min(n, m) tokens, causal */
         static float cache[64], ref[16];
         const ref_case *rc = &ref_cases[c];
-        int32_t len = 0, L = rc->n < rc->m ? rc->n : rc->m, po = rc->shape.p_o, t;
+        int32_t len = 0, L = rc->n < rc->m ? rc->n : rc->m, po = rc->shape.p_o, t, ty;
         mha_mask causal = {1, 0, NULL, 0, NULL, NULL};
         mha_cache kc = {NULL, NULL, NULL, 0, 0, 0};
         size_t cb = mha_cache_bytes(&rc->shape, 1, L), bytes = mha_decode_workspace_size(&rc->shape, 1, 1, L);
@@ -103,6 +103,32 @@ int main(void) {
             if (absf(ref[i]) > mx) mx = absf(ref[i]);
         }
         check(ok && len == L && err <= 1e-5f * (1.0f + mx), "decode token by token equals causal mha_forward", rc->name);
+        for (ty = MHA_F16; ok && ty <= MHA_BF16 && rc->shape.score == MHA_SCORE_DOT && !rc->shape.rope_dim &&
+                           !rc->shape.alibi;
+             ++ty) {
+            /* a 16-bit cache, token by token: its last step equals, bit for bit, cross-attention over a
+               float cache holding the same rounded values (the same sums in the same order) */
+            static uint16_t c16[64];
+            mha_cache hc = kc;
+            int32_t len16 = 0, lenf = L;
+            size_t e, count = cb / sizeof(float);
+            hc.k = c16;
+            hc.v = c16 + ((float *)kc.v - (float *)kc.k);
+            hc.type = ty;
+            hc.length = &len16;
+            for (t = 0; ok && t < L; ++t)
+                ok = mha_decode(&rc->shape, &rc->w, &hc, 1, 1, rc->queries + t * rc->shape.d_q,
+                                rc->keys + t * rc->shape.d_k, rc->values + t * rc->shape.d_v, out, workspace,
+                                bytes) == MHA_OK;
+            for (e = 0; e < count; ++e) cache[e] = ty == MHA_F16 ? mha_f32_from_f16(c16[e]) : mha_f32_from_bf16(c16[e]);
+            kc.length = &lenf;
+            ok = ok && mha_decode(&rc->shape, &rc->w, &kc, 1, 1, rc->queries + (L - 1) * rc->shape.d_q, NULL, NULL,
+                                  ref, workspace, bytes) == MHA_OK;
+            for (i = 0; ok && i < po; ++i) ok = out[i] == ref[i];
+            check(ok && len16 == L, ty == MHA_F16 ? "f16 cache: the last step equals the float computation on its values"
+                                                  : "bf16 cache: the last step equals the float computation on its values",
+                  rc->name);
+        }
     }
     { /* counts beyond a 16-bit size_t: statuses as the predicates expect, never a wrapped size */
         static const int32_t big[][4] = {/* which field, its value, and n, m */
