@@ -580,9 +580,11 @@ static uint16_t *round_weights(float *w, size_t count, int32_t type) {
    the 8 rows that decoding reads 16-bit weights for as they are), then
    single steps; every output against oracle_step on the same rounded values
    (README: the fp32 computation on the rounded values, within the suite's
-   tolerance), and the cache's contents against cache_rounded_ok. Variants: GQA; RoPE with a window over a ring that wraps;
-   heads of 16 and 64 (whole vectors, the four-vector kernels); a long
-   cache over several split-KV chunks (not on the small targets). */
+   tolerance), and the cache's contents against cache_rounded_ok. Variants:
+   GQA; RoPE with a window over a ring that wraps; heads of 16 and 64
+   (whole vectors, the four-vector kernels); a long cache over several
+   split-KV chunks, filled by mha_cache_append, then steps (not on the
+   small targets). */
 static void test_16bit(void) {
 #if !defined(TEST_DECODE_SMALL) || !TEST_DECODE_SMALL
     const int variants = 4;
@@ -644,10 +646,17 @@ static void test_16bit(void) {
                     v = tu_floats((size_t)(pre + steps) * 12, 1.0f);
                     out = tu_floats((size_t)pre * 7, 0.0f);
                     want = tu_floats(7, 0.0f);
-                    bytes = path ? mha_decode_reference_workspace_size(&s, 1, pre, cap)
-                                 : mha_decode_workspace_size(&s, 1, pre, cap);
+                    bytes = mha_decode_workspace_size(&s, 1, pre, cap); /* mha_cache_append's too */
+                    if (path && mha_decode_reference_workspace_size(&s, 1, pre, cap) > bytes)
+                        bytes = mha_decode_reference_workspace_size(&s, 1, pre, cap);
                     ws = malloc(bytes);
-                    for (e = 0; e < pre + steps; e += e ? 1 : pre) { /* the chunk, then steps */
+                    if (variant == 3) { /* the long cache: filled by mha_cache_append (no queries), then steps */
+                        ok &= mha_cache_append(&s, &w, &c, 1, pre, k, v, ws, bytes) == MHA_OK;
+                        e = pre;
+                    } else {
+                        e = 0;
+                    }
+                    for (; e < pre + steps; e += e ? 1 : pre) { /* the chunk, then steps */
                         int32_t t = e ? 1 : pre;
                         ok &= (path ? mha_decode_reference : mha_decode)(&s, &w, &c, 1, t, q + (size_t)e * 12,
                                                                           k + (size_t)e * 12, v + (size_t)e * 12,
@@ -686,7 +695,8 @@ static void test_16bit(void) {
                     tu_problem_free(&p);
                 }
     CHECK(all, "f16 and bf16 caches, with float and 16-bit weights (GQA; RoPE and a window over a wrapped ring; "
-               "heads of 16 and 64; a long cache), prefill chunk then steps, fast and reference paths: every "
+               "heads of 16 and 64; a long cache by mha_cache_append), prefill chunk then steps, fast and reference "
+               "paths: every "
                "output equals the double computation on the same rounded weights and cache, and the cache holds the "
                "projections rounded to its type");
     CHECK(refused, "a 16-bit cache with additive scoring: MHA_ERR_SHAPE");
