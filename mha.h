@@ -2651,7 +2651,7 @@ typedef struct mha__dec {
                                  the scores of a row computed again) */
     float *mc;                /* [batch][kv][p_v]: the merge's compensation */
     float *stage;             /* [batch][kv][t][p_k + p_v]: a 16-bit cache's new keys and values before
-                                 they are rounded into it */
+                                 they are rounded into it (t = max(n, m)) */
     int ct;                   /* the cache's element type */
     int gemv;                 /* 16-bit weights and few rows: the projections read W_q .. W_o as they
                                  are (mha__gemv16), not packed panels */
@@ -2678,7 +2678,9 @@ MHA__PRIVATE size_t mha__fast_decode_layout(mha__dec *f, const mha__ctx *c, floa
     sz[4] = mha__mul(f->tasks, MHA__DRB * MHA__DCH);
     if (sz[4] < c->ms) sz[4] = c->ms; /* also the scores of a row computed again */
     sz[5] = mha__mul(mha__mul(c->batch, c->kv), c->pv);
-    sz[6] = mha__mul(mha__mul(mha__mul(c->batch, c->kv), c->m), mha__add(c->pk, c->pv));
+    sz[6] = mha__mul(mha__mul(mha__mul(c->batch, c->kv), c->n > c->m ? c->n : c->m), mha__add(c->pk, c->pv));
+    /* (t rows: also without keys, so that every call of t tokens needs what
+       mha_decode_workspace_size says, no less) */
     ptr[0] = &f->pbuf; ptr[1] = &f->q; ptr[2] = &f->res; ptr[3] = &f->cat; ptr[4] = &f->scr; ptr[5] = &f->mc;
     ptr[6] = &f->stage;
     return mha__parts_at(ws, sz, ptr, 7);
