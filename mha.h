@@ -646,15 +646,11 @@ MHA__PRIVATE float mha__elt_f32(const void *p, int type, size_t idx) {
     if (!type) return ((const float *)p)[idx];
     return type == MHA_F16 ? mha_f32_from_f16(((const uint16_t *)p)[idx]) : mha_f32_from_bf16(((const uint16_t *)p)[idx]);
 }
-/* y[0..n) (type) = x[0..n), rounded to nearest even for a 16-bit type. */
+/* y[0..n) = x[0..n) rounded to the 16-bit type (nearest, ties to even). */
 MHA__PRIVATE void mha__elt_store(void *y, int type, const float *x, size_t n) {
     size_t i;
-    for (i = 0; i < n; ++i) {
-        if (!type)
-            ((float *)y)[i] = x[i];
-        else
-            ((uint16_t *)y)[i] = type == MHA_F16 ? mha_f16_from_f32(x[i]) : mha_bf16_from_f32(x[i]);
-    }
+    for (i = 0; i < n; ++i)
+        ((uint16_t *)y)[i] = type == MHA_F16 ? mha_f16_from_f32(x[i]) : mha_bf16_from_f32(x[i]);
 }
 
 /* ---- math without libm (MHA_NO_LIBM) ---------------------------------------- */
