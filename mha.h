@@ -381,8 +381,8 @@ MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32
    queries you do not need. Needs w_k and w_v (biases optional). Returns, in
    this order: MHA_ERR_NULL (shape or w), MHA_ERR_SHAPE (the shape; batch or
    t < 0; capacity < 1; window < 0; an unknown type, or a 16-bit one with
-   additive scoring; a window and capacity < window + t - 1), MHA_ERR_NULL (cache, its arrays, keys, values, w_k, w_v),
-   MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
+   additive scoring; a window and capacity < window + t - 1), MHA_ERR_NULL
+   (cache, its arrays, keys, values, w_k, w_v), MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
    MHA_ERR_MASK (a length < 0, or > capacity without a window),
    MHA_ERR_CAPACITY (without a window length + t > capacity; with one
    length + t > INT32_MAX, or > SIZE_MAX where size_t has 16 bits). On an
@@ -2714,30 +2714,35 @@ MHA__PRIVATE const float *mha__dec_panels(mha__dec *f, int64_t head) {
    with x [rows][k] (row stride ldx) and W [cols][k] row-major, 16-bit
    elements of type: a decoding step's projections with 16-bit weights read
    each weight once, as it is. Four rows of W at a time, against each row of
-   x in turn (the four stay in cache); each dot product in vectors, summed
-   at the end. */
+   x in turn (the four stay in cache); k summed in blocks of KC as the GEMMs
+   sum it (each block in vectors, then added up), the bias last. */
 MHA__PRIVATE MHA__INLINE void mha__gemv16_t(size_t rows, size_t cols, size_t k, const float *x, size_t ldx,
                                             const uint16_t *W, int type, float *y, size_t ldy, const float *bias) {
-    size_t o, r, p, l, oc, kv = k / MHA__VL * MHA__VL;
-    float t4[4];
+    size_t o, r, p, pe, p0, l, oc;
+    float t4[4], s4[4];
     for (o = 0; o < cols; o += 4) {
         const uint16_t *w[4];
         oc = cols - o < 4 ? cols - o : 4;
         for (l = 0; l < 4; ++l) w[l] = W + (o + (l < oc ? l : oc - 1)) * k; /* past the last: it again */
         for (r = 0; r < rows; ++r) {
             const float *xr = x + r * ldx;
-            mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, xv;
-            for (p = 0; p < kv; p += MHA__VL) {
-                xv = mha__vload(xr + p);
-                a0 = mha__vfma(xv, mha__vload16(w[0] + p, type), a0);
-                a1 = mha__vfma(xv, mha__vload16(w[1] + p, type), a1);
-                a2 = mha__vfma(xv, mha__vload16(w[2] + p, type), a2);
-                a3 = mha__vfma(xv, mha__vload16(w[3] + p, type), a3);
+            s4[0] = s4[1] = s4[2] = s4[3] = 0.0f;
+            for (p0 = 0; p0 < k; p0 = pe) { /* blocks of KC */
+                mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, xv;
+                pe = k - p0 < MHA__KC ? k : p0 + MHA__KC;
+                for (p = p0; p + MHA__VL <= pe; p += MHA__VL) {
+                    xv = mha__vload(xr + p);
+                    a0 = mha__vfma(xv, mha__vload16(w[0] + p, type), a0);
+                    a1 = mha__vfma(xv, mha__vload16(w[1] + p, type), a1);
+                    a2 = mha__vfma(xv, mha__vload16(w[2] + p, type), a2);
+                    a3 = mha__vfma(xv, mha__vload16(w[3] + p, type), a3);
+                }
+                mha__vhsum4(a0, a1, a2, a3, t4);
+                for (; p < pe; ++p) /* a block that is not a multiple of VL */
+                    for (l = 0; l < 4; ++l) t4[l] += xr[p] * mha__elt_f32(w[l], type, p);
+                for (l = 0; l < 4; ++l) s4[l] += t4[l];
             }
-            mha__vhsum4(a0, a1, a2, a3, t4);
-            for (; p < k; ++p)
-                for (l = 0; l < 4; ++l) t4[l] += xr[p] * mha__elt_f32(w[l], type, p);
-            for (l = 0; l < oc; ++l) y[r * ldy + o + l] = t4[l] + (bias ? bias[o + l] : 0.0f);
+            for (l = 0; l < oc; ++l) y[r * ldy + o + l] = s4[l] + (bias ? bias[o + l] : 0.0f);
         }
     }
 }
