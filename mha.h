@@ -3853,6 +3853,7 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
 #endif
     c.ms = MHA__SZ(capacity);
     c.mp = 0;
+    dummy.type = MHA_F32; /* the cache's bytes checked as floats (the size does not depend on them) */
     c.cache = &dummy;
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
