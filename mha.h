@@ -2714,35 +2714,39 @@ MHA__PRIVATE const float *mha__dec_panels(mha__dec *f, int64_t head) {
    with x [rows][k] (row stride ldx) and W [cols][k] row-major, 16-bit
    elements of type: a decoding step's projections with 16-bit weights read
    each weight once, as it is. Four rows of W at a time, against each row of
-   x in turn (the four stay in cache); k summed in blocks of KC as the GEMMs
-   sum it (each block in vectors, then added up), the bias last. */
+   x in turn (the four stay in cache); k in blocks of KC as the GEMMs block
+   it (each lane's block sum added to the lane's total, the lanes summed at
+   the end, a k that is not a multiple of VL finished one at a time), the
+   bias last. */
 MHA__PRIVATE MHA__INLINE void mha__gemv16_t(size_t rows, size_t cols, size_t k, const float *x, size_t ldx,
                                             const uint16_t *W, int type, float *y, size_t ldy, const float *bias) {
-    size_t o, r, p, pe, p0, l, oc;
-    float t4[4], s4[4];
+    size_t o, r, p, pe, l, oc, kv = k / MHA__VL * MHA__VL;
+    float t4[4];
     for (o = 0; o < cols; o += 4) {
         const uint16_t *w[4];
         oc = cols - o < 4 ? cols - o : 4;
         for (l = 0; l < 4; ++l) w[l] = W + (o + (l < oc ? l : oc - 1)) * k; /* past the last: it again */
         for (r = 0; r < rows; ++r) {
             const float *xr = x + r * ldx;
-            s4[0] = s4[1] = s4[2] = s4[3] = 0.0f;
-            for (p0 = 0; p0 < k; p0 = pe) { /* blocks of KC */
+            mha__v s0 = mha__vset(0.0f), s1 = s0, s2 = s0, s3 = s0;
+            for (p = 0; p < kv; p = pe) { /* blocks of KC */
                 mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, xv;
-                pe = k - p0 < MHA__KC ? k : p0 + MHA__KC;
-                for (p = p0; p + MHA__VL <= pe; p += MHA__VL) {
+                for (pe = kv - p < MHA__KC ? kv : p + MHA__KC; p < pe; p += MHA__VL) {
                     xv = mha__vload(xr + p);
                     a0 = mha__vfma(xv, mha__vload16(w[0] + p, type), a0);
                     a1 = mha__vfma(xv, mha__vload16(w[1] + p, type), a1);
                     a2 = mha__vfma(xv, mha__vload16(w[2] + p, type), a2);
                     a3 = mha__vfma(xv, mha__vload16(w[3] + p, type), a3);
                 }
-                mha__vhsum4(a0, a1, a2, a3, t4);
-                for (; p < pe; ++p) /* a block that is not a multiple of VL */
-                    for (l = 0; l < 4; ++l) t4[l] += xr[p] * mha__elt_f32(w[l], type, p);
-                for (l = 0; l < 4; ++l) s4[l] += t4[l];
+                s0 = mha__vadd(s0, a0);
+                s1 = mha__vadd(s1, a1);
+                s2 = mha__vadd(s2, a2);
+                s3 = mha__vadd(s3, a3);
             }
-            for (l = 0; l < oc; ++l) y[r * ldy + o + l] = s4[l] + (bias ? bias[o + l] : 0.0f);
+            mha__vhsum4(s0, s1, s2, s3, t4);
+            for (p = kv; p < k; ++p)
+                for (l = 0; l < 4; ++l) t4[l] += xr[p] * mha__elt_f32(w[l], type, p);
+            for (l = 0; l < oc; ++l) y[r * ldy + o + l] = t4[l] + (bias ? bias[o + l] : 0.0f);
         }
     }
 }
