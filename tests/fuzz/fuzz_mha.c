@@ -163,6 +163,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     for (j = 0; j < nq; ++j) q[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nk; ++j) k[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nv; ++j) v[j] = fz_value(r, specials, &finite);
+    if (ncache) memset(store, 0, ncache * sizeof(float)); /* a 16-bit cache fills half: the rest defined */
     for (j = 0; j < ncache; ++j) { /* earlier positions, as floats or 16-bit elements */
         float x = fz_value(r, specials, &finite);
         if (type == MHA_F16 || type == MHA_BF16)
