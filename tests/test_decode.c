@@ -482,6 +482,13 @@ static double cache_elt(const void *p, int32_t type, size_t i) {
     return (double)((const float *)p)[i];
 }
 
+/* The position that slot j of a one-sequence cache of capacity cap holds
+   after e appended: j, or (a ring that wrapped) the latest p < e with
+   p mod cap == j (README, "Decoding with a KV cache"). */
+static int32_t slot_position(int32_t j, int32_t e, int32_t cap) {
+    return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+}
+
 /* The double-precision output [p_o] of the query x (d_q) at position P of
    a one-sequence cache that holds e positions, computed from the same
    rounded values mha.h reads: the weights as the floats wq, bq, wo, bo (the
@@ -502,7 +509,7 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     for (i = 0; i < H; ++i) {
         size_t base = (size_t)(i / G) * (size_t)cap;
         for (mx = -INFINITY, j = 0; j < held; ++j) {
-            int32_t pos = e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+            int32_t pos = slot_position(j, e, cap);
             sc[j] = -INFINITY;
             if (pos <= P && (!c->window || pos > P - c->window)) {
                 for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * cache_elt(c->k, c->type, (base + (size_t)j) * (size_t)pq + (size_t)a);
@@ -537,7 +544,7 @@ static int cache_rounded_ok(const mha_shape *s, const float *wk, const float *bk
     double kp[64], acc, got;
     int ok = 1;
     for (j = 0; j < held; ++j) {
-        int32_t pos = e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+        int32_t pos = slot_position(j, e, cap);
         for (g = 0; g < s->kv_heads; ++g) {
             size_t slot = (size_t)g * (size_t)cap + (size_t)j;
             for (r = 0; r < pk; ++r) {
