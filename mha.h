@@ -532,6 +532,20 @@ MHADEF float mha_f32_from_bf16(uint16_t h);
 #error "MHA_NO_SIMD must be 0 or 1"
 #endif
 
+/* MHA_BF16_DOT 1 (opt-in): the fast path multiplies bf16 weights by bf16
+   activations on AVX512-BF16 (vdpbf16ps), where the compiler targets it;
+   ignored elsewhere (README, "bf16 products"). */
+#if defined(MHA_BF16_DOT) && (0 - MHA_BF16_DOT - 1) == 1 /* defined empty: 1 */
+#undef MHA_BF16_DOT
+#define MHA_BF16_DOT 1
+#endif
+#ifndef MHA_BF16_DOT
+#define MHA_BF16_DOT 0
+#endif
+#if MHA_BF16_DOT != 0 && MHA_BF16_DOT != 1
+#error "MHA_BF16_DOT must be 0 or 1"
+#endif
+
 #include <float.h>
 /* the fast path's vector intrinsics (outside extern "C", as C++ needs) */
 #if MHA_FAST && !MHA_NO_SIMD && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
@@ -1822,6 +1836,76 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const 
     for (j = 0; j < cw; ++j) c[j] = ((acc ? c[j] : 0.0f) + t[j]) + (bias ? bias[j] : 0.0f);
 }
 
+/* bf16 products (MHA_BF16_DOT 1, AVX512-BF16, bf16 weights: MHA__BF(c)).
+   A GEMM whose B panels hold bf16 pairs: a panel [ceil(k/2)][NR] of 32-bit
+   words, word (i, l) = column l's elements 2i (low half) and 2i+1 (high),
+   in the first half of the space a float panel [k][NR] would take (so every
+   offset and panel stride stays that of the float panels, but for a start
+   along k, which the caller halves). Each block of A is rounded into the same
+   pairs ([MR][ceil(kl/2)], RNE, zero past the end) and vdpbf16ps adds both
+   products of a pair to a float accumulator. The hardware treats subnormal
+   bf16 inputs as 0 and flushes subnormal results. */
+#if MHA_BF16_DOT && !MHA_NO_SIMD && !MHA_NO_EXTRAS && defined(__AVX512F__) && defined(__AVX512BF16__)
+#define MHA__BFDP 1
+#define MHA__BF(c) (MHA__WTYPE(c) == MHA_BF16)
+#define MHA__K_DPBF(r)                                                                                   \
+    ar = _mm512_set1_epi32(((const int32_t *)(const void *)a)[(r) * lda + p]);                          \
+    c0_##r = _mm512_dpbf16_ps(c0_##r, (__m512bh)ar, (__m512bh)b0);                                      \
+    c1_##r = _mm512_dpbf16_ps(c1_##r, (__m512bh)ar, (__m512bh)b1);
+#define MHA__K1_DPBF(r)                                                                                  \
+    c0_##r = _mm512_dpbf16_ps(c0_##r, (__m512bh)_mm512_set1_epi32(((const int32_t *)(const void *)a)[(r) * lda + p]), \
+                              (__m512bh)b0);
+/* mha__kernel and mha__kernel1 with k pairs: a [MR][k] pairs, b [k][NR] pairs */
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf(size_t k, const float *a, size_t lda, const float *b, float *c,
+                                               size_t ldc, int acc, const float *bias) {
+    mha__v z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z, i1 = bias ? mha__vload(bias + MHA__VL) : z;
+    __m512i b0, b1, ar;
+    size_t p;
+    MHA__EACH_ROW(MHA__K_INIT)
+    for (p = 0; p < k; ++p, b += MHA__NR) {
+        b0 = _mm512_loadu_si512((const void *)b);
+        b1 = _mm512_loadu_si512((const void *)(b + MHA__VL));
+        MHA__EACH_ROW(MHA__K_DPBF)
+    }
+    MHA__EACH_ROW(MHA__K_STORE)
+}
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf1(size_t k, const float *a, size_t lda, const float *b, float *c,
+                                                size_t ldc, int acc, const float *bias) {
+    mha__v z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;
+    __m512i b0;
+    size_t p;
+    MHA__EACH_ROW(MHA__K1_INIT)
+    for (p = 0; p < k; ++p, b += MHA__NR) {
+        b0 = _mm512_loadu_si512((const void *)b);
+        MHA__EACH_ROW(MHA__K1_DPBF)
+    }
+    MHA__EACH_ROW(MHA__K1_STORE)
+}
+
+/* ap [MR][ceil(kl/2)] = rows r < rh of a (row stride lda), kl columns,
+   rounded into bf16 pairs (RNE), 0 past column kl and in rows rh .. MR-1. */
+MHA__PRIVATE void mha__bf_rows(uint32_t *ap, const float *a, size_t lda, size_t rh, size_t kl) {
+    const size_t k2 = (kl + 1) / 2;
+    size_t r, p, n;
+    for (r = 0; r < MHA__MR; ++r)
+        for (p = 0; p < kl; p += 2 * MHA__VL) { /* 32 columns (16 pairs) at a time */
+            __mmask16 lo, hi;
+            __m512 x0, x1;
+            n = r < rh ? kl - p : 0;                              /* columns left in this row */
+            lo = (__mmask16)(n >= MHA__VL ? 0xffffu : (1u << n) - 1u);
+            hi = (__mmask16)(n >= 2 * MHA__VL ? 0xffffu : n > MHA__VL ? (1u << (n - MHA__VL)) - 1u : 0u);
+            x0 = _mm512_maskz_loadu_ps(lo, a + r * lda + p);
+            x1 = _mm512_maskz_loadu_ps(hi, a + r * lda + p + MHA__VL);
+            n = k2 - p / 2;                                       /* pairs left */
+            _mm512_mask_storeu_epi32(ap + r * k2 + p / 2, (__mmask16)(n >= MHA__VL ? 0xffffu : (1u << n) - 1u),
+                                     (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
+        }
+}
+#else
+#define MHA__BFDP 0
+#define MHA__BF(c) 0
+#endif
+
 /* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
    panel q holds rows q*NR .. q*NR+NR-1 as [d][NR], zero past row p. Reads
    NR rows side by side, so that the writes are sequential. mha__pack_t: W
@@ -1838,6 +1922,31 @@ MHA__PRIVATE void mha__pack_t(const void *w, int type, size_t ldw, size_t p, siz
     }
 }
 #define mha__pack(w, ldw, p, d, bp) mha__pack_t(w, MHA_F32, ldw, p, d, bp)
+
+#if MHA__BFDP
+/* The same panels as bf16 pairs (see mha__kernel_bf), from W of type
+   MHA_BF16 (its bits) or MHA_F32 (rounded, RNE). */
+MHA__PRIVATE void mha__pack_bf(const void *w, int type, size_t ldw, size_t p, size_t d, float *bp) {
+    uint32_t *o;
+    size_t q, l, i, nl;
+    for (q = 0; q * MHA__NR < p; ++q, bp += d * MHA__NR) {
+        const size_t wq = q * MHA__NR * ldw;
+        nl = p - q * MHA__NR < MHA__NR ? p - q * MHA__NR : MHA__NR;
+        o = (uint32_t *)(void *)bp;
+        for (i = 0; i < d; i += 2, o += MHA__NR)
+            for (l = 0; l < MHA__NR; ++l) {
+                uint32_t lo = 0, hi = 0;
+                if (l < nl) {
+                    const size_t e = wq + l * ldw + i;
+                    lo = type == MHA_BF16 ? ((const uint16_t *)w)[e] : mha_bf16_from_f32(((const float *)w)[e]);
+                    if (i + 1 < d)
+                        hi = type == MHA_BF16 ? ((const uint16_t *)w)[e + 1] : mha_bf16_from_f32(((const float *)w)[e + 1]);
+                }
+                o[l] = lo | hi << 16;
+            }
+    }
+}
+#endif
 
 #if defined(__cplusplus)
 #define MHA__RESTRICT __restrict
@@ -1871,6 +1980,7 @@ typedef struct mha__gemm_args {
     float *c, *tail;
     int acc;
     int rows1; /* the last rows, when fewer than MR, one at a time (no tail, A read only where it is) */
+    int bf;    /* B holds bf16 pairs (mha__kernel_bf; b points at the pair row of its first k) */
 } mha__gemm_args;
 
 /* The common case: B panels of k rows (bps = k NR), C row-major (cps = NR),
@@ -1893,46 +2003,66 @@ MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const fl
     g.tail = NULL;
     g.acc = 0;
     g.rows1 = 0;
+    g.bf = 0;
     return g;
 }
 
+typedef void (*mha__kern)(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc, int acc,
+                          const float *bias);
 MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     float t[MHA__MR * MHA__NR], tb[MHA__NR];
-    size_t k0, kl, q, r0, rh, cw, r, j;
+    mha__kern kern = mha__kernel, kern1 = mha__kernel1;
+    size_t k0, kl, kk, bo, q, r0, rh, cw, r, j;
+#if MHA__BFDP
+    uint32_t ap[MHA__MR * MHA__KC / 2]; /* a block of A in bf16 pairs */
+    if (g->bf) {
+        kern = mha__kernel_bf;
+        kern1 = mha__kernel_bf1;
+    }
+#endif
     for (k0 = 0; k0 < g->k || k0 == 0; k0 += MHA__KC) {
         int acc = g->acc || k0 != 0, last = g->k - k0 <= MHA__KC; /* the bias with the last K block */
         kl = g->k - k0 < MHA__KC ? g->k - k0 : MHA__KC;
+        kk = g->bf ? (kl + 1) / 2 : kl;              /* the kernels' k: pairs, or elements */
+        bo = (g->bf ? k0 / 2 : k0) * MHA__NR;         /* the block's first row of B */
         for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
             const float *a = g->a + r0 * g->lda + k0;
             size_t lda = g->lda;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
-            if (rh < MHA__MR && g->rows1) { /* the last rows (decoding: a row or a few), one at a time */
+#if MHA__BFDP
+            if (g->bf) { /* the block's rows rounded into pairs, padded to MR */
+                mha__bf_rows(ap, a, lda, rh, kl);
+                a = (const float *)(const void *)ap;
+                lda = kk;
+            }
+#endif
+            if (rh < MHA__MR && g->rows1 && !g->bf) { /* the last rows (decoding: a row or a few), one at a time */
                 for (r = 0; r < rh; ++r)
                     for (q = 0; q * MHA__NR < g->cols; ++q) {
                         cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
-                        mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + k0 * MHA__NR,
+                        mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + bo,
                                         g->c + (r0 + r) * g->ldc + q * g->cps, cw, acc,
                                         last && g->bias ? g->bias + q * MHA__NR : NULL);
                     }
                 continue;
             }
-            if (rh < MHA__MR && g->tail) {
+            if (rh < MHA__MR && g->tail && !g->bf) {
                 for (r = 0; r < rh; ++r) mha__copy(g->tail + r * kl, a + r * lda, kl);
                 for (j = rh * kl; j < MHA__MR * kl; ++j) g->tail[j] = 0.0f;
                 a = g->tail;
                 lda = kl;
             }
             for (q = 0; q * MHA__NR < g->cols; ++q) {
-                const float *bq = g->b + q * g->bps + k0 * MHA__NR;
+                const float *bq = g->b + q * g->bps + bo;
                 const float *bias = last && g->bias ? g->bias + q * MHA__NR : NULL;
                 float *c = g->c + r0 * g->ldc + q * g->cps;
                 cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
                 if (rh == MHA__MR && cw == MHA__NR) {
-                    mha__kernel(kl, a, lda, bq, c, g->ldc, acc, bias);
+                    kern(kk, a, lda, bq, c, g->ldc, acc, bias);
                     continue;
                 }
                 if (rh == MHA__MR && cw == MHA__VL) {
-                    mha__kernel1(kl, a, lda, bq, c, g->ldc, acc, bias);
+                    kern1(kk, a, lda, bq, c, g->ldc, acc, bias);
                     continue;
                 }
                 /* an edge tile, through t: the bias and C only where they exist */
@@ -1946,9 +2076,9 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                         for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * g->ldc + j];
                 }
                 if (cw <= MHA__VL)
-                    mha__kernel1(kl, a, lda, bq, t, MHA__NR, acc, bias);
+                    kern1(kk, a, lda, bq, t, MHA__NR, acc, bias);
                 else
-                    mha__kernel(kl, a, lda, bq, t, MHA__NR, acc, bias);
+                    kern(kk, a, lda, bq, t, MHA__NR, acc, bias);
                 for (r = 0; r < rh; ++r)
                     for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
             }
@@ -1966,6 +2096,8 @@ typedef struct mha__pack_head {
     size_t magic, nr, h, kv, dq, dk, dv, pq, pk, pv, po;
 } mha__pack_head;
 #define MHA__PACK_MAGIC 0x6d686170u
+#define MHA__PACK_MAGIC_BF 0x6d686162u /* bf16 pairs (MHA__BF) */
+#define MHA__MAGIC(c) (MHA__BF(c) ? MHA__PACK_MAGIC_BF : MHA__PACK_MAGIC)
 #define MHA__PACK_SKIP 32 /* floats before the panels: the header, 128 bytes */
 
 /* Floats of the panels of one kv head (*per_g) and of one head (*per_i);
@@ -1986,7 +2118,7 @@ MHA__PRIVATE const float *mha__packed(const mha__ctx *c) {
     if (!p) return NULL;
     p += (MHA_WORKSPACE_ALIGN - (uintptr_t)p % MHA_WORKSPACE_ALIGN) % MHA_WORKSPACE_ALIGN;
     hd = (const mha__pack_head *)(const void *)p;
-    if (hd->magic != MHA__PACK_MAGIC || hd->nr != MHA__NR || hd->h != c->h || hd->kv != c->kv || hd->dq != c->dq ||
+    if (hd->magic != MHA__MAGIC(c) || hd->nr != MHA__NR || hd->h != c->h || hd->kv != c->kv || hd->dq != c->dq ||
         hd->dk != c->dk || hd->dv != c->dv || hd->pq != c->pq || hd->pk != c->pk || hd->pv != c->pv ||
         hd->po != c->po)
         return NULL;
@@ -1995,15 +2127,23 @@ MHA__PRIVATE const float *mha__packed(const mha__ctx *c) {
 
 /* W_k^(g) and W_v^(g) (per_g floats), and W_q^(i) and W_o's block i (per_i
    floats), packed at dst as mha_pack_weights lays them out. */
+#if MHA__BFDP /* bf16 products: bf16 weights packed as pairs */
+#define MHA__PACK_W(c, w, t, ldw, p, d, dst) \
+    (MHA__BF(c) ? mha__pack_bf(w, t, ldw, p, d, dst) : mha__pack_t(w, t, ldw, p, d, dst))
+#else
+#define MHA__PACK_W(c, w, t, ldw, p, d, dst) mha__pack_t(w, t, ldw, p, d, dst)
+#endif
 MHA__PRIVATE void mha__pack_kv(const mha__ctx *c, size_t g, float *dst) {
     const int t = MHA__WTYPE(c);
-    mha__pack_t(mha__elt(c->w->w_k, t, g * c->pk * c->dk), t, c->dk, c->pk, c->dk, dst);
-    mha__pack_t(mha__elt(c->w->w_v, t, g * c->pv * c->dv), t, c->dv, c->pv, c->dv, dst + MHA__UP(c->pk, MHA__NR) * c->dk);
+    MHA__PACK_W(c, mha__elt(c->w->w_k, t, g * c->pk * c->dk), t, c->dk, c->pk, c->dk, dst);
+    MHA__PACK_W(c, mha__elt(c->w->w_v, t, g * c->pv * c->dv), t, c->dv, c->pv, c->dv,
+                dst + MHA__UP(c->pk, MHA__NR) * c->dk);
 }
 MHA__PRIVATE void mha__pack_qo(const mha__ctx *c, size_t i, float *dst) {
     const int t = MHA__WTYPE(c);
-    mha__pack_t(mha__elt(c->w->w_q, t, i * c->pq * c->dq), t, c->dq, c->pq, c->dq, dst);
-    mha__pack_t(mha__elt(c->w->w_o, t, i * c->pv), t, c->h * c->pv, c->po, c->pv, dst + MHA__UP(c->pq, MHA__NR) * c->dq);
+    MHA__PACK_W(c, mha__elt(c->w->w_q, t, i * c->pq * c->dq), t, c->dq, c->pq, c->dq, dst);
+    MHA__PACK_W(c, mha__elt(c->w->w_o, t, i * c->pv), t, c->h * c->pv, c->po, c->pv,
+                dst + MHA__UP(c->pq, MHA__NR) * c->dq);
 }
 
 /* The fast path's stages (mha_forward, mha_forward_parallel, mha_attend):
@@ -2041,6 +2181,8 @@ typedef struct mha__fast {
     float *akt, *paq;          /* additive: [grp][p_a][mr] A_k^(i) K^T, [grp][up(p_a) p_q] packed A_q^(i) */
     float *slot;               /* [tasks][slot_floats] */
     float *tail;               /* [MR][KC]: A's last rows in a step whose one last task has fewer than MR */
+    float *vb;                 /* bf16 products in the attention (MHA__BF, dot scoring): [mr / 2 pvr] V's
+                                  panels as pairs of keys, else NULL; K^T's panels (kt) hold pairs too */
     float *rcs;                /* RoPE: [m + n][rope]: cos and sin of each pair's angle at the positions of
                                   keys 0 .. m-1, then of query rows 0 .. n-1 */
     size_t b, g;               /* the pass: batch entry, kv head */
@@ -2069,8 +2211,8 @@ MHA__PRIVATE size_t mha__parts_at(float *ws, const size_t *sz, float **const *pt
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
     const int core = c->head == MHA__CORE;
     const float *packed = f->packed = core ? NULL : mha__packed(c);
-    size_t sz[11];
-    float **ptr[11];
+    size_t sz[12], t;
+    float **ptr[12];
     f->c = c;
     f->pqr = MHA__UP(c->pq, MHA__NR);
     f->pkr = MHA__UP(c->pk, MHA__NR);
@@ -2093,9 +2235,14 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[8] = mha__mul(f->tasks, f->slot_floats);
     sz[9] = MHA__MR * MHA__KC;
     sz[10] = mha__mul(mha__add(c->m, c->n), MHA__ROPE(c));
+    sz[11] = MHA__BFDP && !core && !MHA__ADDITIVE(c) ? mha__mul(f->mr / 2, f->pvr) : 0; /* sized by the shape alone */
     ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
     ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail; ptr[10] = &f->rcs;
-    return mha__parts_at(ws, sz, ptr, 11);
+    ptr[11] = &f->vb;
+    f->vb = NULL;
+    t = mha__parts_at(ws, sz, ptr, 12);
+    if (!sz[11] || !MHA__BF(c)) f->vb = NULL;
+    return t;
 }
 
 /* The fast path's state of a call (struct mha__fast) lies in the workspace
@@ -2176,17 +2323,44 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     ga = mha__mm(rows, c->pk, c->dk, keys, c->dk, f->wk, f->kp + j0 * c->pk, c->pk);
     ga.bias = w->b_k ? w->b_k + g * c->pk : NULL;
     ga.tail = f->tail; /* the last block's */
+    ga.bf = MHA__BF(c);
     mha__gemm(&ga);
 #if !MHA_NO_EXTRAS
     for (j = 0; j < rows && MHA__ROPE(c); ++j) mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * MHA__ROPE(c));
 #endif
-    mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
+#if MHA__BFDP
+    if (f->vb) /* bf16 products in the attention: K^T's panels as pairs */
+        mha__pack_bf(f->kp + j0 * c->pk, MHA_F32, c->pk, rows, c->pk, kt);
+    else
+#endif
+        mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
     ga = mha__mm(rows, c->pv, c->dv, values, c->dv, f->wk + f->pkr * c->dk, vt, MHA__NR);
     ga.cps = f->mr * MHA__NR; /* straight into the packed panels */
     ga.bias = w->b_v ? w->b_v + g * c->pv : NULL;
     ga.tail = f->tail;
+    ga.bf = MHA__BF(c);
     mha__gemm(&ga);
 }
+
+#if MHA__BFDP
+/* Task `block` of step 1 with bf16 products in the attention: keys block
+   KVB .. of V's panels (vt, final: scaled) rounded into pairs of keys (vb). */
+MHA__PRIVATE void mha__fast_vbf(void *arg, int32_t block) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const size_t j0 = (size_t)block * MHA__KVB, end = f->mr - j0 < MHA__KVB ? f->mr : j0 + MHA__KVB;
+    size_t q, j, l;
+    for (q = 0; q < f->pvr / MHA__NR; ++q) {
+        const float *v = f->vt + q * f->mr * MHA__NR;
+        uint32_t *o = (uint32_t *)(void *)(f->vb + q * (f->mr / 2) * MHA__NR);
+        for (j = j0; j < end; j += 2) /* keys j, j+1 (mr is even) */
+            for (l = 0; l < MHA__NR; l += MHA__VL) {
+                __m512i e = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(mha__vload(v + j * MHA__NR + l)));
+                __m512i d = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(mha__vload(v + (j + 1) * MHA__NR + l)));
+                _mm512_storeu_si512((void *)(o + j / 2 * MHA__NR + l), _mm512_or_si512(e, _mm512_slli_epi32(d, 16)));
+            }
+    }
+}
+#endif
 
 /* Task l of step 1, additive scoring, head i = g grp + l of the pass:
    A_k^(i) K^T [p_a][mr] (0 for the padding keys) and A_q^(i) packed. */
@@ -2217,6 +2391,7 @@ MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
         i = f->g * c->grp + l;
         ga.bias = c->w->b_q ? c->w->b_q + i * c->pq : NULL;
         ga.tail = f->tail; /* the last tile's */
+        ga.bf = MHA__BF(c);
         mha__gemm(&ga);
     }
 #if !MHA_NO_EXTRAS
@@ -2327,6 +2502,11 @@ MHA__PRIVATE void mha__fast_pv(const mha__fast *f, const float *st, size_t cl, s
     }
     ga = mha__mm(f->qr, c->pv, cl, st, MHA__KB, vt + j0 * MHA__NR, pt, f->pvr);
     ga.bps = f->mr * MHA__NR; /* V's panels hold every key */
+    if (f->vb) { /* bf16 pairs of keys (j0 is even) */
+        ga.b = f->vb + j0 / 2 * MHA__NR;
+        ga.bps = f->mr / 2 * MHA__NR;
+        ga.bf = 1;
+    }
     mha__gemm(&ga);
     for (j = 0; j < n; j += MHA__VL) { /* Kahan: y = pt - oc, t = ot + y, oc = (t - ot) - y, ot = t */
         mha__v o = mha__vload(ot + j), y = mha__vsub(mha__vload(pt + j), mha__vload(oc + j)), t = mha__vadd(o, y);
@@ -2423,6 +2603,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                 mha__fast_additive(f, gi, aq, rv, j0, cp, st);
             } else { /* st = q . k, keys j0.. */
                 ga = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB);
+                ga.bf = f->vb != NULL;
                 mha__gemm(&ga);
             }
             for (r = 0; r < R; ++r) {
@@ -2530,6 +2711,7 @@ MHA__PRIVATE void mha__fast_o(void *arg, int32_t tile) {
         ga.bias = i + 1 == c->h ? c->w->b_o : NULL;
         ga.acc = i != 0;
         ga.tail = f->tail; /* the last tile's */
+        ga.bf = MHA__BF(c);
         mha__gemm(&ga);
     }
 }
@@ -2582,6 +2764,9 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
             mha__vscale(f->vt, f->mr * f->pvr, 1.0f / f->vscale);
         }
     }
+#if MHA__BFDP
+    if (f->vb) mha__par(c, mha__fast_vbf, f, (f->mr + MHA__KVB - 1) / MHA__KVB);
+#endif
     if (MHA__ADDITIVE(c)) mha__par(c, mha__fast_akt, f, c->grp);
     if (c->head != MHA__CORE) mha__par(c, mha__fast_q, f, f->tiles);
     MHA__CLEAN();
@@ -2779,6 +2964,7 @@ MHA__PRIVATE void mha__dec_project(const mha__dec *f, int which, size_t o0, size
     g = mha__mm(rows, p, d, x, ldx, panels, y, ldy);
     g.bias = b ? b + o0 : NULL;
     g.rows1 = 1;
+    g.bf = MHA__BF(c);
     mha__gemm(&g);
 }
 
@@ -3121,6 +3307,7 @@ MHA__PRIVATE void mha__dec_out_head(mha__dec *f, size_t b, size_t i, size_t q0, 
     g.bias = i + 1 == c->h && c->w->b_o ? c->w->b_o + q0 : NULL;
     g.acc = i != 0;
     g.rows1 = 1;
+    g.bf = MHA__BF(c);
     mha__gemm(&g);
 }
 
@@ -3703,7 +3890,7 @@ MHADEF mha_status mha_pack_weights(const mha_shape *shape, const mha_weights *w,
         if (!buffer || bytes < need) return MHA_ERR_WORKSPACE;
         p = mha__align(buffer);
         hd = (mha__pack_head *)(void *)p;
-        hd->magic = MHA__PACK_MAGIC;
+        hd->magic = MHA__MAGIC(&c);
         hd->nr = MHA__NR;
         hd->h = c.h; hd->kv = c.kv; hd->dq = c.dq; hd->dk = c.dk; hd->dv = c.dv;
         hd->pq = c.pq; hd->pk = c.pk; hd->pv = c.pv; hd->po = c.po;

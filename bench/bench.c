@@ -24,6 +24,9 @@
 #ifndef MHA_FAST
 #define MHA_FAST 1
 #endif
+#ifndef MHA_BF16_DOT
+#define MHA_BF16_DOT 1 /* bf16 products where the build targets AVX512-BF16 (the second table) */
+#endif
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
 
@@ -77,6 +80,32 @@ static double peak_gflops(void) {
     return 2.0 * (double)iters * 12.0 * MHA__VL / best * 1e-9;
 }
 
+#if MHA__BFDP
+/* The same for vdpbf16ps (4 flops a lane: two products and their sums). */
+static double peak_bf16(void) {
+    const long iters = 4000000;
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33d633d6);
+    float lanes[MHA__VL];
+    double t, best = 1e30;
+    long it;
+    int rep;
+#define PEAK_BF(i) c##i = _mm512_dpbf16_ps(c##i, a, b);
+    for (rep = 0; rep < 20; ++rep) {
+        PEAK_CHAINS(PEAK_DECL)
+        t = now();
+        for (it = 0; it < iters; ++it) {
+            PEAK_CHAINS(PEAK_BF)
+        }
+        t = now() - t;
+        PEAK_CHAINS(PEAK_SUM)
+        mha__vstore(lanes, c0);
+        if (lanes[0] == 12345.0f) printf("?");
+        if (t < best) best = t;
+    }
+    return 4.0 * (double)iters * 12.0 * MHA__VL / best * 1e-9;
+}
+#endif
+
 enum { FAST, FAST2, REF };
 /* Median (and *min) ms of repeated calls of one path, for `budget` seconds, 3 to 200 runs. */
 static double time_ms(int path, double budget, const mha_shape *sh, const mha_weights *w, const shape_row *r,
@@ -101,6 +130,102 @@ static double time_ms(int path, double budget, const mha_shape *sh, const mha_we
     qsort(times, runs, sizeof times[0], cmp_double);
     if (min) *min = 1e3 * times[0];
     return 1e3 * times[runs / 2];
+}
+
+/* bf16 weights on the shapes M, B and L, packed, one thread: the fp32 path
+   (float weights of the same values) and the bf16 one (bf16 products where
+   compiled in, MHA_BF16_DOT; else the same fp32 arithmetic on converted
+   panels), timed alternately in one loop; GFLOP/s of each, the speed-up, and
+   the largest difference of the outputs relative to 1 + |fp32's|. */
+static void bench_bf16(double budget, const char *only, double fma_peak) {
+    static const char *names = "MBL";
+    double bf_peak = 0.0;
+    size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
+#if MHA__BFDP
+    bf_peak = peak_bf16();
+    printf("\nbf16 weights: fp32 arithmetic against bf16 products (MHA_BF16_DOT, vdpbf16ps; measured peak %.1f"
+           " GFLOP/s, %.2fx the FMA peak), packed, one thread, timed alternately\n", bf_peak, bf_peak / fma_peak);
+#else
+    (void)fma_peak;
+    printf("\nbf16 weights: fp32 arithmetic both ways (bf16 products not compiled in: no AVX512-BF16)\n");
+#endif
+    printf("| shape | fp32 ms | bf16 ms | fp32 GFLOP/s | bf16 GFLOP/s | speed-up | bf16 %% of its peak | largest difference |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (s = 0; s < count; ++s) {
+        const shape_row *r = &SHAPES[s];
+        mha_shape sh = {0};
+        mha_weights w = {0}, wb;
+        mha_weight_counts c;
+        double t32[200], t16[200], t0, start, diff = 0.0, ms32, ms16;
+        size_t bytes, pbytes, runs = 0, i, k, no = (size_t)r->n * (size_t)r->po;
+        float *q, *k_, *v, *o32, *o16, *wf[4];
+        uint16_t *wh[4];
+        size_t wn[4];
+        void *ws, *p32, *p16;
+        if (!strchr(names, r->name[0]) || (strcmp(only, "all") != 0 && strcmp(only, r->name) != 0)) continue;
+        sh.heads = r->heads; sh.kv_heads = r->kv;
+        sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
+        sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
+        if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
+        wn[0] = c.w_q; wn[1] = c.w_k; wn[2] = c.w_v; wn[3] = c.w_o;
+        for (k = 0; k < 4; ++k) { /* bf16 weights and their float values */
+            wf[k] = filled(wn[k], sqrtf(3.0f / (float)(k == 0 ? r->dq : k == 1 ? r->dk : k == 2 ? r->dv : r->heads * r->pv)));
+            wh[k] = (uint16_t *)alloc(wn[k] * sizeof(uint16_t));
+            for (i = 0; i < wn[k]; ++i) {
+                wh[k][i] = mha_bf16_from_f32(wf[k][i]);
+                wf[k][i] = mha_f32_from_bf16(wh[k][i]);
+            }
+        }
+        w.b_q = filled(c.b_q, 0.1f); w.b_k = filled(c.b_k, 0.1f); w.b_v = filled(c.b_v, 0.1f); w.b_o = filled(c.b_o, 0.1f);
+        wb = w;
+        w.w_q = wf[0]; w.w_k = wf[1]; w.w_v = wf[2]; w.w_o = wf[3];
+        wb.w_q = wh[0]; wb.w_k = wh[1]; wb.w_v = wh[2]; wb.w_o = wh[3];
+        wb.type = MHA_BF16;
+        pbytes = mha_packed_weights_size(&sh);
+        p32 = alloc(pbytes);
+        p16 = alloc(pbytes);
+        if (mha_pack_weights(&sh, &w, p32, pbytes) != MHA_OK || mha_pack_weights(&sh, &wb, p16, pbytes) != MHA_OK) exit(1);
+        w.packed = p32;
+        wb.packed = p16;
+        q = filled((size_t)r->n * (size_t)r->dq, 1.0f);
+        k_ = filled((size_t)r->m * (size_t)r->dk, 1.0f);
+        v = filled((size_t)r->m * (size_t)r->dv, 1.0f);
+        o32 = filled(no, 0.0f);
+        o16 = filled(no, 0.0f);
+        bytes = mha_workspace_size(&sh, 1, r->n, r->m);
+        ws = alloc(bytes);
+        fprintf(stderr, "bench: shape %s: fp32 and bf16 products side by side...\n", r->name);
+        start = now();
+        while (runs < 200 && (runs < 3 || now() - start < 2.0 * budget)) {
+            t0 = now();
+            if (mha_forward(&sh, &w, 1, r->n, r->m, q, k_, v, NULL, o32, NULL, ws, bytes) != MHA_OK) exit(1);
+            t32[runs] = now() - t0;
+            t0 = now();
+            if (mha_forward(&sh, &wb, 1, r->n, r->m, q, k_, v, NULL, o16, NULL, ws, bytes) != MHA_OK) exit(1);
+            t16[runs++] = now() - t0;
+        }
+        qsort(t32, runs, sizeof t32[0], cmp_double);
+        qsort(t16, runs, sizeof t16[0], cmp_double);
+        ms32 = 1e3 * t32[runs / 2];
+        ms16 = 1e3 * t16[runs / 2];
+        for (i = 0; i < no; ++i) {
+            double d = fabs((double)o16[i] - o32[i]) / (1.0 + fabs((double)o32[i]));
+            if (!(d <= diff)) diff = d;
+        }
+        printf("| %s | %.3f | %.3f | %.1f | %.1f | %.2f | ", r->name, ms32, ms16, flops(r) / ms32 * 1e-6,
+               flops(r) / ms16 * 1e-6, ms32 / ms16);
+        if (bf_peak > 0.0)
+            printf("%.0f %% | %.2e |\n", 100.0 * flops(r) / ms16 * 1e-6 / bf_peak, diff);
+        else
+            printf("- | %.2e |\n", diff);
+        fflush(stdout);
+        for (k = 0; k < 4; ++k) {
+            free(wf[k]);
+            free(wh[k]);
+        }
+        free((void *)w.b_q); free((void *)w.b_k); free((void *)w.b_v); free((void *)w.b_o);
+        free(p32); free(p16); free(q); free(k_); free(v); free(o32); free(o16); free(ws);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -181,5 +306,6 @@ int main(int argc, char **argv) {
         free((void *)w.a_q); free((void *)w.a_k); free((void *)w.a_v);
         free(pack); free(q); free(k); free(v); free(out); free(ws);
     }
+    if (!once && !fast && packed) bench_bf16(budget, argc > 2 ? argv[2] : "all", peak);
     return 0;
 }

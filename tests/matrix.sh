@@ -88,6 +88,20 @@ if has avx512f; then
     stage "gcc MHA_FAST=1 AVX-512F" fast_cc gcc -mavx512f -mfma
     stage "clang MHA_FAST=1 AVX-512F" fast_cc clang -mavx512f -mfma
 fi
+# bf16 products (MHA_BF16_DOT=1): the implementation strict under each compiler
+# (also as C++), test_bf16dot where the CPU has AVX512-BF16
+bf16dot() { # bf16dot CC: strict implementation and test_bf16dot
+    cc=$1
+    $cc $STRICT -DMHA_FAST=1 -DMHA_BF16_DOT=1 -mavx512f -mfma -mavx512bf16 -O2 -c tests/test_impl.c -o "$B/bfimpl.o" &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror -mavx512f -mfma -mavx512bf16 -Itests tests/test_bf16dot.c -o "$B/bf16dot" \
+        -lm -pthread &&
+    if has avx512_bf16; then "$B/bf16dot" > /dev/null; fi
+}
+stage "gcc MHA_BF16_DOT=1 AVX512-BF16" bf16dot gcc
+stage "clang MHA_BF16_DOT=1 AVX512-BF16" bf16dot clang
+stage "g++ MHA_BF16_DOT=1 (implementation as C++)" sh -c \
+    "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -DMHA_BF16_DOT=1 \
+         -mavx512f -mfma -mavx512bf16 -x c++ -c tests/test_impl.c -o $B/bfcpp.o"
 stage "g++ MHA_FAST=1 (implementation as C++: AVX-512F, AVX2 and portable)" sh -c \
     "g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -mavx512f -mfma \
          -x c++ -c tests/test_impl.c -o $B/fcpp512.o &&
@@ -102,6 +116,7 @@ stage "freestanding MHA_FAST=1, no libm: no undefined symbol but memcpy/memset" 
      ! nm -u $B/ffree.o | grep -vE ' (memcpy|memset)\$'"
 stage "MHA_STATIC=2 is rejected" sh -c "! gcc -DMHA_STATIC=2 -c tests/test_impl.c -o $B/bad.o"
 stage "MHA_FAST=2 is rejected" sh -c "! gcc -DMHA_FAST=2 -c tests/test_impl.c -o $B/bad2.o"
+stage "MHA_BF16_DOT=2 is rejected" sh -c "! gcc -DMHA_BF16_DOT=2 -c tests/test_impl.c -o $B/bad3.o"
 stage "declarations include only stddef.h and stdint.h" sh tests/check_includes.sh
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,251 @@
+/* tests/test_bf16dot.c - bf16 products (MHA_BF16_DOT 1, AVX512-BF16):
+   mha_forward, mha_forward_parallel and mha_decode with bf16 weights, whose
+   products round their activations to bf16 (vdpbf16ps), against the double
+   computation of tests/naive_ref.h on the same (exact) weights and the
+   unrounded inputs. Built with -mavx512bf16; run only where the CPU has it
+   (tests/if_cpu.sh avx512_bf16).
+
+   The bound (README, "bf16 products"): |out - ref| <= TOL (1 + |ref|) for
+   every output, TOL = 2^-6. Each product's activation is rounded to 8
+   significant bits (relative error <= 2^-9), and that error passes through
+   up to four products (a projection, the scores, the weights times values,
+   the output projection): with these weights (uniform, fan-in scaled) the
+   worst error measured is printed; TOL leaves it a margin of several times.
+   Also checked: the products really are bf16 (the fp32 reference path of the
+   same weights, within 1e-5 of the oracle, differs from them by more than
+   1e-5 somewhere), packed,
+   unpacked and two-thread results are identical, and a buffer packed for
+   other element types is refused. */
+#define MHA_FAST 1
+#define MHA_BF16_DOT 1
+#define MHA_IMPLEMENTATION
+#include "test_util.h"
+#include "naive_ref.h"
+#include "two_threads.h"
+
+#if !MHA__BFDP
+#error "test_bf16dot needs AVX512-BF16 code generation (-mavx512f -mavx512bf16)"
+#endif
+
+#define TOL 0.015625 /* 2^-6 */
+
+/* A shape of these sizes (kv_heads kv; additive: p_k = p_q + 1, p_a 5). */
+static mha_shape shape_of(int32_t heads, int32_t kv, int32_t d_q, int32_t d_k, int32_t d_v, int32_t p_qk,
+                          int32_t p_v, int32_t p_o, int additive) {
+    mha_shape s;
+    memset(&s, 0, sizeof s);
+    s.heads = heads; s.kv_heads = kv; s.d_q = d_q; s.d_k = d_k; s.d_v = d_v;
+    s.p_q = p_qk; s.p_k = additive ? p_qk + 1 : p_qk; s.p_v = p_v; s.p_o = p_o;
+    s.score = additive ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
+    s.p_a = additive ? 5 : 0;
+    return s;
+}
+
+static double worst_seen, worst_ref;
+
+/* bf16 copies of p's four weight matrices (h) and their exact float values (f). */
+typedef struct bfw {
+    uint16_t *h[4];
+    float *f[4];
+    mha_weights w16, w32;
+} bfw;
+
+static void bfw_make(bfw *b, const tu_problem *p) {
+    mha_weight_counts wc;
+    const void *src[4];
+    size_t counts[4], k, i;
+    mha_weight_counts_get(&p->s, &wc);
+    counts[0] = wc.w_q; counts[1] = wc.w_k; counts[2] = wc.w_v; counts[3] = wc.w_o;
+    src[0] = p->w.w_q; src[1] = p->w.w_k; src[2] = p->w.w_v; src[3] = p->w.w_o;
+    for (k = 0; k < 4; ++k) {
+        b->h[k] = (uint16_t *)malloc((counts[k] ? counts[k] : 1) * sizeof(uint16_t));
+        b->f[k] = (float *)malloc((counts[k] ? counts[k] : 1) * sizeof(float));
+        for (i = 0; i < counts[k]; ++i) {
+            b->h[k][i] = mha_bf16_from_f32(((const float *)src[k])[i]);
+            b->f[k][i] = mha_f32_from_bf16(b->h[k][i]);
+        }
+    }
+    b->w16 = b->w32 = p->w;
+    b->w16.w_q = b->h[0]; b->w16.w_k = b->h[1]; b->w16.w_v = b->h[2]; b->w16.w_o = b->h[3];
+    b->w16.type = MHA_BF16;
+    b->w32.w_q = b->f[0]; b->w32.w_k = b->f[1]; b->w32.w_v = b->f[2]; b->w32.w_o = b->f[3];
+}
+
+static void bfw_free(bfw *b) {
+    int k;
+    for (k = 0; k < 4; ++k) {
+        free(b->h[k]);
+        free(b->f[k]);
+    }
+}
+
+/* The worst |x - ref| / (1 + |ref|) over count outputs. */
+static double rel_err(const float *x, const double *ref, size_t count) {
+    double e = 0.0, d;
+    size_t i;
+    for (i = 0; i < count; ++i) {
+        d = fabs((double)x[i] - ref[i]) / (1.0 + fabs(ref[i]));
+        if (!(d <= e)) e = d; /* NaN counts as worst */
+    }
+    return e;
+}
+
+/* One problem: forward with bf16 products (unpacked, packed, two threads)
+   against the double oracle; the fp32 reference path of the same weights
+   against it too, and against the bf16 result (they must differ). */
+static void check_forward(const char *name, const mha_shape *s, int32_t batch, int32_t n, int32_t m,
+                          const mha_mask *mask, int bias) {
+    tu_problem p;
+    bfw b;
+    size_t no, pbytes, rbytes;
+    double *ref, e, eref, diff;
+    float *o1, *o2, *o3, *o4;
+    void *pk, *rws;
+    size_t i;
+    tu_problem_make(&p, s, batch, n, m, bias);
+    bfw_make(&b, &p);
+    no = (size_t)batch * (size_t)n * (size_t)s->p_o;
+    ref = (double *)malloc(no * sizeof(double));
+    o1 = tu_floats(no, 0.0f); o2 = tu_floats(no, 0.0f); o3 = tu_floats(no, 0.0f); o4 = tu_floats(no, 0.0f);
+    pbytes = mha_packed_weights_size(s);
+    pk = malloc(pbytes);
+    naive_forward(s, &b.w32, batch, n, m, p.q, p.k, p.v, mask, ref, NULL);
+
+    CHECK(mha_forward(s, &b.w16, batch, n, m, p.q, p.k, p.v, mask, o1, NULL, p.ws, p.ws_bytes) == MHA_OK,
+          "%s: forward", name);
+    CHECK(mha_pack_weights(s, &b.w16, pk, pbytes) == MHA_OK, "%s: pack", name);
+    b.w16.packed = pk;
+    CHECK(mha_forward(s, &b.w16, batch, n, m, p.q, p.k, p.v, mask, o2, NULL, p.ws, p.ws_bytes) == MHA_OK,
+          "%s: forward, packed", name);
+    CHECK(mha_forward_parallel(s, &b.w16, batch, n, m, p.q, p.k, p.v, mask, o3, NULL, p.ws, p.ws_bytes,
+                               two_threads, NULL) == MHA_OK,
+          "%s: forward, packed, two threads", name);
+    b.w16.packed = NULL;
+    CHECK(memcmp(o1, o2, no * sizeof(float)) == 0 && memcmp(o1, o3, no * sizeof(float)) == 0,
+          "%s: unpacked, packed and two threads differ", name);
+
+    e = rel_err(o1, ref, no);
+    if (e > worst_seen) worst_seen = e;
+    CHECK(e <= TOL, "%s: error %.3g > %.3g", name, e, TOL);
+
+    /* the fp32 reference path: exact products, within the core tolerance */
+    rbytes = mha_reference_workspace_size(s, batch, n, m);
+    rws = malloc(rbytes);
+    CHECK(mha_forward_reference(s, &b.w16, batch, n, m, p.q, p.k, p.v, mask, o4, NULL, rws, rbytes) == MHA_OK,
+          "%s: reference", name);
+    eref = rel_err(o4, ref, no);
+    if (eref > worst_ref) worst_ref = eref;
+    CHECK(eref <= 1e-5, "%s: reference error %.3g", name, eref);
+    for (diff = 0.0, i = 0; i < no; ++i)
+        if (fabs((double)o1[i] - o4[i]) > diff) diff = fabs((double)o1[i] - o4[i]);
+    CHECK(diff > 1e-5, "%s: bf16 products equal fp32 to %.3g: not in use?", name, diff);
+    printf("%-34s error %.3e (fp32 reference %.1e), largest difference from fp32 %.3e\n", name, e, eref, diff);
+
+    free(ref); free(o1); free(o2); free(o3); free(o4); free(pk); free(rws);
+    bfw_free(&b);
+    tu_problem_free(&p);
+}
+
+/* Decoding with bf16 weights: a prefill of t tokens (> 8: the packed-panel
+   GEMMs, bf16 products) and one more step, against the oracle's causal
+   forward over all t + 1 tokens. */
+static void check_decode(void) {
+    mha_shape s = shape_of(8, 2, 96, 80, 72, 64, 48, 100, 0);
+    const int32_t t = 40, all = t + 1;
+    tu_problem p;
+    bfw b;
+    mha_cache cache;
+    mha_mask causal;
+    int32_t len = 0;
+    size_t no = (size_t)all * (size_t)s.p_o, ws_bytes = mha_decode_workspace_size(&s, 1, t, all), pbytes;
+    void *ws = malloc(ws_bytes), *pk;
+    double *ref = (double *)malloc(no * sizeof(double));
+    float *out = tu_floats(no, 0.0f), e;
+    memset(&causal, 0, sizeof causal);
+    causal.causal = 1;
+    tu_problem_make(&p, &s, 1, all, all, 1);
+    bfw_make(&b, &p);
+    naive_forward(&s, &b.w32, 1, all, all, p.q, p.k, p.v, &causal, ref, NULL);
+    memset(&cache, 0, sizeof cache);
+    cache.k = malloc(mha_cache_bytes(&s, 1, all));
+    cache.v = (float *)cache.k + (size_t)s.kv_heads * (size_t)all * (size_t)s.p_k;
+    cache.length = &len;
+    cache.capacity = all;
+    pbytes = mha_packed_weights_size(&s);
+    pk = malloc(pbytes);
+    CHECK(mha_pack_weights(&s, &b.w16, pk, pbytes) == MHA_OK, "decode: pack");
+    b.w16.packed = pk;
+    CHECK(mha_decode(&s, &b.w16, &cache, 1, t, p.q, p.k, p.v, out, ws, ws_bytes) == MHA_OK, "decode: prefill");
+    CHECK(mha_decode(&s, &b.w16, &cache, 1, 1, p.q + (size_t)t * (size_t)s.d_q, p.k + (size_t)t * (size_t)s.d_k,
+                     p.v + (size_t)t * (size_t)s.d_v, out + (size_t)t * (size_t)s.p_o, ws, ws_bytes) == MHA_OK,
+          "decode: step");
+    e = (float)rel_err(out, ref, no);
+    if (e > worst_seen) worst_seen = e;
+    CHECK(e <= TOL, "decode: error %.3g > %.3g", e, TOL);
+    printf("%-34s error %.3e\n", "decode, 40-token prefill + 1", e);
+    free(ws); free(pk); free(ref); free(out); free(cache.k);
+    bfw_free(&b);
+    tu_problem_free(&p);
+}
+
+/* A buffer packed for float weights is not taken for bf16 ones, nor the reverse. */
+static void check_refusals(void) {
+    mha_shape s = shape_of(4, 2, 37, 19, 23, 20, 17, 33, 0);
+    tu_problem p;
+    bfw b;
+    size_t pbytes = mha_packed_weights_size(&s);
+    void *pk = malloc(pbytes);
+    tu_problem_make(&p, &s, 1, 5, 7, 1);
+    bfw_make(&b, &p);
+    CHECK(mha_pack_weights(&s, &b.w32, pk, pbytes) == MHA_OK, "refusals: pack float");
+    b.w16.packed = pk;
+    CHECK(mha_forward(&s, &b.w16, 1, 5, 7, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "refusals: bf16 weights with float panels");
+    CHECK(mha_pack_weights(&s, &b.w16, pk, pbytes) == MHA_OK, "refusals: pack bf16");
+    b.w32.packed = pk;
+    CHECK(mha_forward(&s, &b.w32, 1, 5, 7, p.q, p.k, p.v, NULL, p.out, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+          "refusals: float weights with bf16 panels");
+    free(pk);
+    bfw_free(&b);
+    tu_problem_free(&p);
+}
+
+int main(void) {
+    mha_shape s;
+    mha_mask mask;
+    uint8_t *keep;
+    size_t i;
+    tu_seed(20261203u);
+
+    s = shape_of(4, 2, 37, 19, 23, 20, 17, 33, 0); /* odd sizes everywhere */
+    check_forward("odd sizes, GQA, bias", &s, 2, 5, 7, NULL, 1);
+
+    s = shape_of(8, 8, 301, 300, 299, 64, 64, 96, 0); /* d past two K blocks, odd; n, m not tile multiples */
+    memset(&mask, 0, sizeof mask);
+    mask.causal = 1;
+    check_forward("d 301/300/299, causal, m 333", &s, 1, 333, 333, &mask, 1);
+
+    s = shape_of(6, 3, 64, 48, 40, 32, 24, 50, 0);
+    memset(&mask, 0, sizeof mask);
+    keep = (uint8_t *)malloc((size_t)2 * 70 * 261);
+    for (i = 0; i < (size_t)2 * 70 * 261; ++i) keep[i] = (uint8_t)(tu_next() % 4u != 0u);
+    mask.keep = keep;
+    check_forward("cross 70 x 261, keep mask, batch 2", &s, 2, 70, 261, &mask, 0);
+    free(keep);
+
+    s = shape_of(8, 4, 128, 128, 128, 64, 64, 128, 0); /* the decoder knobs */
+    s.rope_dim = 64;
+    s.alibi = 1;
+    s.softcap = 8.0f;
+    memset(&mask, 0, sizeof mask);
+    mask.causal = 1;
+    check_forward("RoPE, ALiBi, soft-cap, causal", &s, 1, 150, 150, &mask, 1);
+
+    s = shape_of(3, 3, 40, 30, 20, 16, 12, 24, 1); /* additive: bf16 projections, fp32 attention */
+    check_forward("additive scoring", &s, 1, 20, 30, NULL, 1);
+
+    check_decode();
+    check_refusals();
+    printf("worst error of bf16 products %.3e (bound %.3e); fp32 reference path %.1e\n", worst_seen, TOL, worst_ref);
+    return tu_summary();
+}
