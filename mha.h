@@ -1887,19 +1887,24 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf1(size_t k, const float *a, size_t
 MHA__PRIVATE void mha__bf_rows(uint32_t *ap, const float *a, size_t lda, size_t rh, size_t kl) {
     const size_t k2 = (kl + 1) / 2;
     size_t r, p, n;
-    for (r = 0; r < MHA__MR; ++r)
-        for (p = 0; p < kl; p += 2 * MHA__VL) { /* 32 columns (16 pairs) at a time */
-            __mmask16 lo, hi;
-            __m512 x0, x1;
-            n = r < rh ? kl - p : 0;                              /* columns left in this row */
-            lo = (__mmask16)(n >= MHA__VL ? 0xffffu : (1u << n) - 1u);
-            hi = (__mmask16)(n >= 2 * MHA__VL ? 0xffffu : n > MHA__VL ? (1u << (n - MHA__VL)) - 1u : 0u);
-            x0 = _mm512_maskz_loadu_ps(lo, a + r * lda + p);
-            x1 = _mm512_maskz_loadu_ps(hi, a + r * lda + p + MHA__VL);
-            n = k2 - p / 2;                                       /* pairs left */
-            _mm512_mask_storeu_epi32(ap + r * k2 + p / 2, (__mmask16)(n >= MHA__VL ? 0xffffu : (1u << n) - 1u),
-                                     (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
+    for (r = 0; r < MHA__MR; ++r) {
+        const float *x = a + r * lda;
+        uint32_t *o = ap + r * k2;
+        if (r >= rh) { /* a padding row */
+            for (p = 0; p < k2; ++p) o[p] = 0;
+            continue;
         }
+        for (p = 0; p + 2 * MHA__VL <= kl; p += 2 * MHA__VL) /* 32 columns (16 pairs) at a time */
+            _mm512_storeu_si512((void *)(o + p / 2),
+                                (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + p + MHA__VL), _mm512_loadu_ps(x + p)));
+        if (p < kl) { /* the last 1 .. 31 columns, masked (plain loads: a masked one is not forwarded a store) */
+            float t[2 * MHA__VL];
+            for (n = 0; n < 2 * MHA__VL; ++n) t[n] = p + n < kl ? x[p + n] : 0.0f;
+            n = k2 - p / 2;
+            _mm512_mask_storeu_epi32(o + p / 2, (__mmask16)(n >= MHA__VL ? 0xffffu : (1u << n) - 1u),
+                                     (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + MHA__VL), _mm512_loadu_ps(t)));
+        }
+    }
 }
 #else
 #define MHA__BFDP 0
@@ -2030,8 +2035,11 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             size_t lda = g->lda;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
 #if MHA__BFDP
-            if (g->bf) { /* the block's rows rounded into pairs, padded to MR */
+            if (g->bf) { /* the block's rows rounded into pairs, padded to MR; the next block's asked for */
                 mha__bf_rows(ap, a, lda, rh, kl);
+                for (r = r0 + MHA__MR; r < g->rows && r < r0 + 2 * MHA__MR; ++r)
+                    for (j = 0; j < kl; j += MHA__VL)
+                        _mm_prefetch((const char *)(const void *)(g->a + r * g->lda + k0 + j), _MM_HINT_T0);
                 a = (const float *)(const void *)ap;
                 lda = kk;
             }
