@@ -29,18 +29,6 @@
 
 #define TOL 0.015625 /* 2^-6 */
 
-/* A shape of these sizes (kv_heads kv; additive: p_k = p_q + 1, p_a 5). */
-static mha_shape shape_of(int32_t heads, int32_t kv, int32_t d_q, int32_t d_k, int32_t d_v, int32_t p_qk,
-                          int32_t p_v, int32_t p_o, int additive) {
-    mha_shape s;
-    memset(&s, 0, sizeof s);
-    s.heads = heads; s.kv_heads = kv; s.d_q = d_q; s.d_k = d_k; s.d_v = d_v;
-    s.p_q = p_qk; s.p_k = additive ? p_qk + 1 : p_qk; s.p_v = p_v; s.p_o = p_o;
-    s.score = additive ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
-    s.p_a = additive ? 5 : 0;
-    return s;
-}
-
 static double worst_seen, worst_ref;
 
 /* bf16 copies of p's four weight matrices (h) and their exact float values (f). */
