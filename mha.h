@@ -3054,8 +3054,38 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
 MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *const *q, const void *K, int ct,
                                               size_t cl, float *x) {
     size_t j, p, pe, pp;
-    float s4[4], t4[4];
-    for (j = 0; j < cl; ++j) {
+    float s4[4], t4[4], u4[4], w4[4];
+    for (j = 0; j + 1 < cl && c->pk % MHA__VL == 0 && c->pk <= MHA__KC; j += 2) { /* two keys at once */
+        const void *k = mha__elt(K, ct, j * c->pk), *k1 = mha__elt(K, ct, (j + 1) * c->pk);
+        mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, kv, kw, qv;
+        for (pp = 0; pp < c->pk; pp += MHA__VL) {
+            kv = mha__vload_t(k, ct, pp);
+            kw = mha__vload_t(k1, ct, pp);
+            qv = mha__vload(q[0] + pp);
+            a0 = mha__vfma(qv, kv, a0);
+            b0 = mha__vfma(qv, kw, b0);
+            qv = mha__vload(q[1] + pp);
+            a1 = mha__vfma(qv, kv, a1);
+            b1 = mha__vfma(qv, kw, b1);
+            qv = mha__vload(q[2] + pp);
+            a2 = mha__vfma(qv, kv, a2);
+            b2 = mha__vfma(qv, kw, b2);
+            qv = mha__vload(q[3] + pp);
+            a3 = mha__vfma(qv, kv, a3);
+            b3 = mha__vfma(qv, kw, b3);
+        }
+        mha__vhsum4(a0, a1, a2, a3, u4);
+        mha__vhsum4(b0, b1, b2, b3, w4);
+        x[j] = c->scale * (0.0f + u4[0]);
+        x[MHA__DCH + j] = c->scale * (0.0f + u4[1]);
+        x[2 * MHA__DCH + j] = c->scale * (0.0f + u4[2]);
+        x[3 * MHA__DCH + j] = c->scale * (0.0f + u4[3]);
+        x[j + 1] = c->scale * (0.0f + w4[0]);
+        x[MHA__DCH + j + 1] = c->scale * (0.0f + w4[1]);
+        x[2 * MHA__DCH + j + 1] = c->scale * (0.0f + w4[2]);
+        x[3 * MHA__DCH + j + 1] = c->scale * (0.0f + w4[3]);
+    }
+    for (; j < cl; ++j) {
         const void *k = mha__elt(K, ct, j * c->pk);
         s4[0] = s4[1] = s4[2] = s4[3] = 0.0f;
         for (p = 0; p < c->pk; p = pe) { /* blocks of KC */
