@@ -56,6 +56,8 @@ FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cp
            "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_decode_avx512" \
            "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/test_bf16dot"
 BF16DOT  = -DMHA_BF16_DOT=1 -mavx512f -mfma -mavx512bf16 # bf16 products (vdpbf16ps)
+ASANBF   = $(BUILD)/asan_bf16dot
+ASANBFRUN = "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/asan_bf16dot"
 DECODESIMD = $(BUILD)/test_decode_avx512
 FASTMHA  = -mavx2 -mfma
 F16C     = -mf16c # the AVX2 decode builds: f16 conversions by F16C (the portable builds test the lane-by-lane ones)
@@ -206,11 +208,11 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(F16C) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
-	$(if $(BF16DOT),clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $(BUILD)/asan_bf16dot $(LDLIBS) -pthread)
+	$(if $(ASANBF),clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $(ASANBF) $(LDLIBS) -pthread)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
 	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
-	    "$(IFSIMD) $(BUILD)/asan_decode_fast" $(if $(BF16DOT),"sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/asan_bf16dot")
+	    "$(IFSIMD) $(BUILD)/asan_decode_fast" $(ASANBFRUN)
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
 valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD) \
