@@ -23,9 +23,12 @@
 #include "naive_ref.h"
 #include "two_threads.h"
 
-#if !MHA__BFDP
-#error "test_bf16dot needs AVX512-BF16 code generation (-mavx512f -mavx512bf16)"
-#endif
+#if !MHA__BFDP /* a compiler that does not target AVX512-BF16 (tcc): nothing to test, said so */
+int main(void) {
+    printf("skipped test_bf16dot: this build has no AVX512-BF16 code generation\n");
+    return tu_summary();
+}
+#else
 
 #define TOL 0.015625 /* 2^-6 */
 
@@ -237,3 +240,4 @@ int main(void) {
     printf("worst error of bf16 products %.3e (bound %.3e); fp32 reference path %.1e\n", worst_seen, TOL, worst_ref);
     return tu_summary();
 }
+#endif
