@@ -11,7 +11,7 @@
    up to four products (a projection, the scores, the weights times values,
    the output projection): with these weights (uniform, fan-in scaled) the
    worst error measured is printed; TOL leaves it a margin of several times.
-   Also checked: the products really are bf16 (the fp32 reference path of the
+   Cases: five chosen problems, a decode, 120 random ones. Also checked: the products really are bf16 (the fp32 reference path of the
    same weights, within 1e-5 of the oracle, differs from them by more than
    1e-5 somewhere), packed,
    unpacked and two-thread results are identical, and a buffer packed for
@@ -179,6 +179,90 @@ static void check_decode(void) {
     tu_problem_free(&p);
 }
 
+/* Random problems (sizes from 1 to 127 with odd ones, GQA, dot and
+   additive, every mask kind, batch 1 to 3, random RoPE, ALiBi, soft-cap and
+   sinks on half of them, an empty key set now and then): bf16 products
+   against the oracle within TOL, packed equal to unpacked, two threads equal
+   to one. */
+static const int32_t SIZES[] = {1, 2, 3, 15, 16, 17, 31, 33, 63, 64, 65, 127};
+static int32_t pick_size(void) {
+    return tu_next() % 4 == 0 ? (int32_t)(1 + tu_next() % 40) : SIZES[tu_next() % 12];
+}
+static void check_random(int count) {
+    int index, agree = 0;
+    double worst = 0.0;
+    for (index = 0; index < count; ++index) {
+        mha_shape s;
+        mha_mask mask;
+        tu_problem p;
+        bfw b;
+        int32_t kvh, *lens = NULL, i;
+        uint8_t *keep = NULL;
+        size_t no, j, pbytes;
+        double *ref, e;
+        float *o1, *o2, *o3;
+        void *pk;
+        int kinds, ok, extras;
+        memset(&s, 0, sizeof s);
+        memset(&mask, 0, sizeof mask);
+        s.heads = 1 + (int32_t)(tu_next() % 4);
+        do kvh = 1 + (int32_t)(tu_next() % (uint32_t)s.heads);
+        while (s.heads % kvh != 0);
+        s.kv_heads = kvh;
+        s.d_q = pick_size(); s.d_k = pick_size(); s.d_v = pick_size();
+        s.p_q = s.p_k = pick_size(); s.p_v = pick_size(); s.p_o = pick_size();
+        if (index % 5 == 4) {
+            s.score = MHA_SCORE_ADDITIVE;
+            s.p_a = pick_size();
+            s.p_k = pick_size();
+        }
+        extras = index % 2 ? tu_extras(&s) : 0;
+        tu_problem_make(&p, &s, 1 + (int32_t)(tu_next() % 3), pick_size() * (1 + (int32_t)(tu_next() % 3)),
+                        tu_next() % 12 == 0 ? 0 : pick_size() * (1 + (int32_t)(tu_next() % 3)), (int)(tu_next() % 2));
+        tu_sinks(&p, extras);
+        kinds = (int)(tu_next() % 8); /* bit 0 lengths, 1 causal, 2 keep */
+        if (kinds & 1) {
+            lens = (int32_t *)malloc((size_t)p.batch * sizeof(int32_t));
+            for (i = 0; i < p.batch; ++i) lens[i] = (int32_t)(tu_next() % (uint32_t)(p.m + 1));
+            mask.valid_lens = lens;
+        }
+        if (kinds & 2) {
+            mask.causal = 1;
+            mask.causal_offset = p.m - p.n;
+        }
+        j = (size_t)p.batch * (size_t)p.n * (size_t)p.m;
+        if (kinds & 4) {
+            keep = (uint8_t *)malloc(j ? j : 1);
+            for (j = 0; j < (size_t)p.batch * (size_t)p.n * (size_t)p.m; ++j) keep[j] = (uint8_t)(tu_next() % 5 != 0);
+            mask.keep = keep;
+        }
+        bfw_make(&b, &p);
+        no = (size_t)p.batch * (size_t)p.n * (size_t)s.p_o;
+        ref = (double *)malloc((no ? no : 1) * sizeof(double));
+        o1 = tu_floats(no, 0.0f); o2 = tu_floats(no, 0.0f); o3 = tu_floats(no, 0.0f);
+        pbytes = mha_packed_weights_size(&s);
+        pk = malloc(pbytes);
+        naive_forward(&s, &b.w32, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, ref, NULL);
+        ok = mha_forward(&s, &b.w16, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, o1, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        ok &= mha_pack_weights(&s, &b.w16, pk, pbytes) == MHA_OK;
+        b.w16.packed = pk;
+        ok &= mha_forward_parallel(&s, &b.w16, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, o2, NULL, p.ws, p.ws_bytes,
+                                   two_threads, NULL) == MHA_OK;
+        ok &= mha_forward(&s, &b.w16, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, o3, NULL, p.ws, p.ws_bytes) == MHA_OK;
+        ok &= memcmp(o1, o2, no * sizeof(float)) == 0 && memcmp(o1, o3, no * sizeof(float)) == 0;
+        e = rel_err(o1, ref, no);
+        if (e > worst) worst = e;
+        ok &= e <= TOL;
+        CHECK(ok, "random problem %d (error %.3g)", index, e);
+        agree += ok;
+        free(ref); free(o1); free(o2); free(o3); free(pk); free(lens); free(keep);
+        bfw_free(&b);
+        tu_problem_free(&p);
+    }
+    if (worst > worst_seen) worst_seen = worst;
+    printf("%d of %d random problems within the bound, worst error %.3e\n", agree, count, worst);
+}
+
 /* A buffer packed for float weights is not taken for bf16 ones, nor the reverse. */
 static void check_refusals(void) {
     mha_shape s = shape_of(4, 2, 37, 19, 23, 20, 17, 33, 0);
@@ -236,6 +320,7 @@ int main(void) {
     check_forward("additive scoring", &s, 1, 20, 30, NULL, 1);
 
     check_decode();
+    check_random(120);
     check_refusals();
     printf("worst error of bf16 products %.3e (bound %.3e); fp32 reference path %.1e\n", worst_seen, TOL, worst_ref);
     return tu_summary();
