@@ -2190,7 +2190,8 @@ typedef struct mha__fast {
     float *slot;               /* [tasks][slot_floats] */
     float *tail;               /* [MR][KC]: A's last rows in a step whose one last task has fewer than MR */
     float *vb;                 /* bf16 products in the attention (MHA__BF, dot scoring): [mr / 2 pvr] V's
-                                  panels as pairs of keys, else NULL; K^T's panels (kt) hold pairs too */
+                                  panels as pairs of keys in kp's room (written after step 1's keys are
+                                  packed), else NULL; K^T's panels (kt) hold pairs too */
     float *rcs;                /* RoPE: [m + n][rope]: cos and sin of each pair's angle at the positions of
                                   keys 0 .. m-1, then of query rows 0 .. n-1 */
     size_t b, g;               /* the pass: batch entry, kv head */
@@ -2219,8 +2220,8 @@ MHA__PRIVATE size_t mha__parts_at(float *ws, const size_t *sz, float **const *pt
 MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws) {
     const int core = c->head == MHA__CORE;
     const float *packed = f->packed = core ? NULL : mha__packed(c);
-    size_t sz[12], t;
-    float **ptr[12];
+    size_t sz[11], t;
+    float **ptr[11];
     f->c = c;
     f->pqr = MHA__UP(c->pq, MHA__NR);
     f->pkr = MHA__UP(c->pk, MHA__NR);
@@ -2236,6 +2237,8 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[1] = core ? 0 : mha__mul(c->n, mha__mul(c->grp, c->pq));
     sz[2] = core ? 0 : mha__mul(c->n, mha__mul(c->grp, c->pv));
     sz[3] = core && !MHA__ROPE(c) ? 0 : mha__mul(c->m, c->pk); /* mha_attend with RoPE: rotated keys */
+    if (MHA__BFDP && !core && !MHA__ADDITIVE(c) && mha__mul(f->mr / 2, f->pvr) > sz[3]) /* also V's pairs: */
+        sz[3] = mha__mul(f->mr / 2, f->pvr); /* sized by the shape alone */
     sz[4] = mha__mul(f->mr, c->pk);
     sz[5] = mha__mul(f->mr, f->pvr);
     sz[6] = mha__mul(c->grp, mha__mul(c->pa, f->mr));
@@ -2243,13 +2246,10 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[8] = mha__mul(f->tasks, f->slot_floats);
     sz[9] = MHA__MR * MHA__KC;
     sz[10] = mha__mul(mha__add(c->m, c->n), MHA__ROPE(c));
-    sz[11] = MHA__BFDP && !core && !MHA__ADDITIVE(c) ? mha__mul(f->mr / 2, f->pvr) : 0; /* sized by the shape alone */
     ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
     ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail; ptr[10] = &f->rcs;
-    ptr[11] = &f->vb;
-    f->vb = NULL;
-    t = mha__parts_at(ws, sz, ptr, 12);
-    if (!sz[11] || !MHA__BF(c)) f->vb = NULL;
+    t = mha__parts_at(ws, sz, ptr, 11);
+    f->vb = !core && MHA__BF(c) && !MHA__ADDITIVE(c) ? f->kp : NULL; /* kp is free once K is packed */
     return t;
 }
 
