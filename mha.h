@@ -3049,8 +3049,9 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
 /* The scores of four query rows q0..q3 (p_q floats each) against the keys
    of slots j0 .. j0+cl-1 (rows of p_k at K), times scale, into x[r][j] (row
    stride DCH): p_k summed in blocks of KC as the GEMMs sum, the four dot
-   products of a key at once (the key's vectors loaded once). The keys have
-   element type ct (a constant where it is inlined). */
+   products of a key at once (the key's vectors loaded once; 16-bit keys two
+   at a time, sharing the query rows' loads, with the same sums). The keys
+   have element type ct (a constant where it is inlined). */
 MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *const *q, const void *K, int ct,
                                               size_t cl, float *x) {
     size_t j, p, pe, pp;
