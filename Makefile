@@ -45,7 +45,7 @@ CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # the suite's programs, as tests/run.sh runs them
 PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
-           $(BUILD)/test_mathf $(BUILD)/test_decode
+           $(BUILD)/test_mathf $(BUILD)/test_decode $(BUILD)/test_backward
 # The fast path (MHA_FAST 1): test_fast against the reference, once per vector
 # unit, and the whole suite once more on the fast path. The SIMD builds run
 # only where the CPU has the instructions (tests/if_cpu.sh).
@@ -84,7 +84,7 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(BUILD)/test_decode $(BUILD)/test_decode_portable \
-     $(BUILD)/test_decode_fast $(DECODESIMD) $(CONTRACT) $(EXBINS) $(MODELS)
+     $(BUILD)/test_decode_fast $(DECODESIMD) $(BUILD)/test_backward $(CONTRACT) $(EXBINS) $(MODELS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -99,6 +99,11 @@ $(BUILD)/test_hostile: $(HOSTILE) $(TESTDEP) | $(BUILD)
 
 $(BUILD)/replay: $(REPLAY) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) -std=c99 -Wall -Wextra -Werror $(REPLAY) -o $@ $(LDLIBS)
+
+# mha_backward against finite differences of the double forward (tests/naive_ref.h)
+BACKWARD = tests/test_backward.c tests/test_impl.c
+$(BUILD)/test_backward: $(BACKWARD) $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(BACKWARD) -o $@ $(LDLIBS)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests $(THREADS) -o $@ $(LDLIBS) -pthread
@@ -206,19 +211,22 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(HOSTILE) -o $(BUILD)/asan_hostile_fast $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
 	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
+	clang $(SANFLAGS) $(BACKWARD) -o $(BUILD)/asan_backward $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(F16C) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
 	$(if $(ASANBF),clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $(ASANBF) $(LDLIBS) -pthread)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
 	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
+	    $(BUILD)/asan_backward \
 	    "$(IFSIMD) $(BUILD)/asan_decode_fast" $(ASANBFRUN)
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
 valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD) \
-          $(BUILD)/test_decode $(BUILD)/test_decode_portable
+          $(BUILD)/test_decode $(BUILD)/test_decode_portable $(BUILD)/test_backward
 	@sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_backward" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode_portable" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_hostile" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/replay $(CORPUS)" \

@@ -438,6 +438,32 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
                                   float *out);
 
+/* Training: the gradients of a forward pass (reference path; README,
+   "Training"). For mha_forward's inputs and the gradient of a loss with
+   respect to its output, d_out [batch][n][p_o]:
+     d_queries, d_keys, d_values  out (=), or NULL: the inputs' gradients
+              [batch][n][d_q], [batch][m][d_k], [batch][m][d_v]; they must not
+              overlap any input
+     grads    NULL, or the weights' gradients, each NULL (not wanted) or ADDED
+              to (+=, so that a caller sums a batch in parts), laid out as the
+              weights they belong to
+   The probabilities are recomputed row by row from the inputs (nothing of
+   size n x m is kept, and nothing needs saving from the forward). Dot and
+   additive scoring, every mask, GQA, ALiBi, the soft-cap and sinks; RoPE and
+   16-bit weights are MHA_ERR_SHAPE for now. On an error nothing is written. */
+typedef struct mha_grads {
+    float *w_q, *b_q, *w_k, *b_k, *w_v, *b_v, *w_o, *b_o; /* as mha_weights' */
+    float *a_q, *a_k, *a_v;                               /* additive only */
+    float *sinks;                                         /* [heads], with sinks */
+} mha_grads;
+MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                               const float *queries, const float *keys, const float *values, const mha_mask *mask,
+                               const float *d_out, float *d_queries, float *d_keys, float *d_values,
+                               const mha_grads *grads, void *workspace, size_t workspace_bytes);
+/* Workspace bytes of mha_backward (0 for a bad shape or an overflow), at
+   any alignment: no n x m term. */
+MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+
 /* 16-bit floats: IEEE binary16 (f16) and bfloat16 (bf16), as their bits in a
    uint16_t, to and from float, bit for bit the same on every target (no FPU
    or compiler conversion is used): float -> 16 bits rounds to nearest, ties
@@ -4055,6 +4081,264 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
 #endif
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
+}
+
+/* ---- training: the backward pass (reference) -------------------------------
+   mha_backward recomputes the forward a query row at a time, under the same
+   rules (mha__visible, mha__extras, mha__weight, the sink), and sends the
+   gradient back through it. For batch entry b and kv head g:
+     1. K_g [m][p_k] and V_g [m][p_v] projected; their gradients dK_g, dV_g
+        from 0;
+     2. per head i of the group and query row t: q [p_q] (additive: A_q q
+        [p_a]; A_k k_j [m][p_a] once per head), the scores and probabilities
+        P [m] with the sink's share, h = sum_j P_j v_j [p_v], and back:
+        dh = W_o^(i)^T dout_t, D = dh . h, dS_j = P_j (dh . v_j - D) (the
+        soft-cap's derivative folded in), dV_j += P_j dh, and dq, dK_j
+        through the score; then through W_q^(i) (grads and d_queries);
+     3. dK_g and dV_g through W_k^(g), W_v^(g) (grads and d_keys, d_values).
+   The workspace (floats): K_g, V_g, dK_g, dV_g; P and the raw scores [m]
+   each; q, dq [p_q]; h, dh [p_v]; additive: A_k k [m][p_a], A_q q and its
+   gradient [p_a]. */
+MHA__PRIVATE size_t mha__bwd_floats(const mha__ctx *c) {
+    size_t t = mha__mul(2, mha__mul(c->m, mha__add(c->pk, c->pv)));
+    t = mha__add(t, mha__mul(2, c->m));
+    t = mha__add(t, mha__mul(2, mha__add(c->pq, c->pv)));
+    return mha__add(t, mha__mul(c->pa, mha__add(c->m, 2)));
+}
+
+/* The sizes of a backward call and its workspace bytes (*bytes SIZE_MAX on
+   an overflow, of the workspace or of any array of the call). */
+MHA__PRIVATE int mha__bwd_setup(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                int32_t m, size_t *bytes) {
+    int st = mha__setup(c, shape, w);
+    if (st != MHA_OK || (st = mha__counts(c, batch, n, m)) != MHA_OK) return st;
+#if !MHA_NO_EXTRAS
+    if (c->knobs->rope_dim || w->type) return MHA_ERR_SHAPE; /* not yet */
+#endif
+    *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN);
+    if ((*bytes & 1u) || mha__layout(c, NULL) == SIZE_MAX) *bytes = SIZE_MAX;
+    return MHA_OK;
+}
+
+MHA__PRIVATE void mha__zero(float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) x[i] = 0.0f;
+}
+
+/* The arrays of a backward call. */
+typedef struct mha__bwd {
+    const float *q, *k, *v, *dout;
+    float *dq, *dk, *dv;
+    const mha_grads *g;
+    float *kp, *vp, *dkp, *dvp, *pr, *raw, *qp, *dqp, *ho, *dh, *ak, *aq, *daq; /* the workspace's parts */
+} mha__bwd;
+
+/* Step 2 for query row t of batch entry b, head i. */
+MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, size_t t, size_t i) {
+    static const float one = 1.0f;
+    const float ninf = -(FLT_MAX * 2.0f);
+    const mha_weights *w = c->w;
+    const mha_grads *g = B->g;
+    const mha_mask *mask = c->mask;
+    const size_t m = c->m, pq = c->pq, pk = c->pk, pv = c->pv, pa = c->pa, hp = c->h * c->pv, row = b * c->n + t;
+    const float *qt = B->q + row * c->dq, *dot = B->dout + row * c->po;
+    const float *wq = (const float *)w->w_q + i * pq * c->dq, *wo = (const float *)w->w_o + i * pv;
+    const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
+    const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
+    const size_t hi = mha__visible(mask, b, row, t, m);
+    float mx = ninf, sum, sw = 0.0f, D, ds, s;
+    size_t j, a, e, o;
+#if !MHA_NO_EXTRAS
+    const float slope = MHA__SLOPE(c, i), cap = MHA__CAP(c);
+    const int64_t qpos = MHA__QPOS(c, t), d0 = qpos - MHA__DREF(c, qpos);
+    const float sink = mha__row_sink(c, i, slope, qpos);
+    mx = sink;
+#endif
+    /* the row forward: q, the scores (raw: before the soft-cap), P */
+    mha__project(c, MHA__PROJ_Q, qt, 1, i * pq, B->qp);
+#if !MHA_NO_ADDITIVE
+    if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AQ, B->qp, 1, i * pa, B->aq);
+#endif
+    for (j = 0; j < m; ++j) {
+        s = ninf;
+        B->raw[j] = 0.0f;
+        if (j < hi && (!keep || keep[j])) {
+#if !MHA_NO_ADDITIVE
+            if (MHA__ADDITIVE(c))
+                for (s = 0.0f, a = 0; a < pa; ++a) s += w->a_v[i * pa + a] * MHA_TANHF(B->aq[a] + B->ak[j * pa + a]);
+            else
+#endif
+                s = c->scale * mha__dot(B->qp, B->kp + j * pk, 1, pk, 0);
+            B->raw[j] = s;
+#if !MHA_NO_EXTRAS
+            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, d0 - (int64_t)j);
+#endif
+            if (bias) s += bias[j];
+        }
+        B->pr[j] = s;
+        if (s > mx || s != s) mx = s;
+    }
+    for (j = 0; j < m; ++j) B->pr[j] = mha__weight(B->pr[j], mx);
+    sum = mha__dot(B->pr, &one, 0, m, 0);
+#if !MHA_NO_EXTRAS
+    if (sink != ninf) sum += sw = mha__weight(sink, mx);
+#endif
+    if (sum == 0.0f) sum = 1.0f; /* every key masked */
+    for (j = 0; j < m; ++j) B->pr[j] /= sum;
+    sw /= sum;
+    for (a = 0; a < pv; ++a) {
+        B->ho[a] = mha__dot(B->pr, B->vp + a, pv, m, 1);
+        B->dh[a] = mha__dot(dot, wo + a, hp, c->po, 0);
+    }
+    /* the output projection's gradients */
+    for (o = 0; g && g->w_o && o < c->po; ++o)
+        for (a = 0; a < pv; ++a) g->w_o[o * hp + i * pv + a] += dot[o] * B->ho[a];
+    for (o = 0; g && g->b_o && i == 0 && o < c->po; ++o) g->b_o[o] += dot[o];
+    /* back through the softmax and the scores */
+    D = mha__dot(B->dh, B->ho, 1, pv, 0);
+    mha__zero(B->dqp, pq);
+    mha__zero(B->daq, pa);
+    for (j = 0; j < m; ++j) {
+        if (B->pr[j] == 0.0f) continue; /* masked, or no share: no gradient */
+        ds = B->pr[j] * (mha__dot(B->dh, B->vp + j * pv, 1, pv, 0) - D);
+#if !MHA_NO_EXTRAS
+        if (cap != 0.0f) {
+            s = MHA_TANHF(B->raw[j] / cap);
+            ds *= 1.0f - s * s;
+        }
+#endif
+        for (a = 0; a < pv; ++a) B->dvp[j * pv + a] += B->pr[j] * B->dh[a];
+#if !MHA_NO_ADDITIVE
+        if (MHA__ADDITIVE(c)) {
+            for (a = 0; a < pa; ++a) {
+                const float z = MHA_TANHF(B->aq[a] + B->ak[j * pa + a]), du = ds * w->a_v[i * pa + a] * (1.0f - z * z);
+                const float *ak = w->a_k + (i * pa + a) * pk;
+                if (g && g->a_v) g->a_v[i * pa + a] += ds * z;
+                B->daq[a] += du;
+                for (e = 0; e < pk; ++e) {
+                    if (g && g->a_k) g->a_k[(i * pa + a) * pk + e] += du * B->kp[j * pk + e];
+                    B->dkp[j * pk + e] += ak[e] * du;
+                }
+            }
+            continue;
+        }
+#endif
+        for (a = 0; a < pk; ++a) {
+            B->dqp[a] += c->scale * ds * B->kp[j * pk + a];
+            B->dkp[j * pk + a] += c->scale * ds * B->qp[a];
+        }
+    }
+#if !MHA_NO_EXTRAS
+    if (g && g->sinks && w->sinks) g->sinks[i] -= sw * D; /* the sink's dP is 0 */
+#endif
+#if !MHA_NO_ADDITIVE
+    for (a = 0; a < pa; ++a) /* through A_q^(i) */
+        for (e = 0; e < pq; ++e) {
+            if (g && g->a_q) g->a_q[(i * pa + a) * pq + e] += B->daq[a] * B->qp[e];
+            B->dqp[e] += w->a_q[(i * pa + a) * pq + e] * B->daq[a];
+        }
+#endif
+    /* through W_q^(i) */
+    for (a = 0; a < pq; ++a) {
+        if (g && g->b_q) g->b_q[i * pq + a] += B->dqp[a];
+        for (e = 0; e < c->dq; ++e) {
+            if (g && g->w_q) g->w_q[(i * pq + a) * c->dq + e] += B->dqp[a] * qt[e];
+            if (B->dq) B->dq[row * c->dq + e] += wq[a * c->dq + e] * B->dqp[a];
+        }
+    }
+}
+
+/* Step 3: x's gradient ([m][p] at dx, rows of the projection's weight
+   starting at o0) through W (rows [..][d]) into the weight's and bias's
+   gradients and the inputs' (din, [m][d], NULL: not wanted). */
+MHA__PRIVATE void mha__bwd_proj(size_t m, size_t p, size_t d, const float *x, const float *dx, const float *W,
+                                size_t o0, float *gw, float *gb, float *din) {
+    size_t j, a, e;
+    for (j = 0; j < m; ++j)
+        for (a = 0; a < p; ++a) {
+            const float gr = dx[j * p + a];
+            if (gb) gb[o0 + a] += gr;
+            for (e = 0; e < d; ++e) {
+                if (gw) gw[(o0 + a) * d + e] += gr * x[j * d + e];
+                if (din) din[j * d + e] += W[(o0 + a) * d + e] * gr;
+            }
+        }
+}
+
+MHA__PRIVATE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
+    const size_t m = c->m, pk = c->pk, pv = c->pv;
+    const mha_grads *g = B->g;
+    size_t b, gi, l, t;
+    B->kp = ws;
+    B->vp = B->kp + m * pk;
+    B->dkp = B->vp + m * pv;
+    B->dvp = B->dkp + m * pk;
+    B->pr = B->dvp + m * pv;
+    B->raw = B->pr + m;
+    B->qp = B->raw + m;
+    B->dqp = B->qp + c->pq;
+    B->ho = B->dqp + c->pq;
+    B->dh = B->ho + pv;
+    B->ak = B->dh + pv;
+    B->aq = B->ak + m * c->pa;
+    B->daq = B->aq + c->pa;
+    for (b = 0; b < c->batch; ++b) {
+        const float *kb = B->k + b * m * c->dk, *vb = B->v + b * m * c->dv;
+        if (B->dq) mha__zero(B->dq + b * c->n * c->dq, c->n * c->dq);
+        if (B->dk) mha__zero(B->dk + b * m * c->dk, m * c->dk);
+        if (B->dv) mha__zero(B->dv + b * m * c->dv, m * c->dv);
+        for (gi = 0; gi < c->kv; ++gi) {
+            mha__project(c, MHA__PROJ_K, kb, m, gi * pk, B->kp); /* 1. */
+            mha__project(c, MHA__PROJ_V, vb, m, gi * pv, B->vp);
+            mha__zero(B->dkp, m * pk);
+            mha__zero(B->dvp, m * pv);
+            for (l = 0; l < c->grp; ++l) { /* 2. */
+#if !MHA_NO_ADDITIVE
+                if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AK, B->kp, m, (gi * c->grp + l) * c->pa, B->ak);
+#endif
+                for (t = 0; t < c->n; ++t) mha__bwd_row(c, B, b, t, gi * c->grp + l);
+            }
+            mha__bwd_proj(m, pk, c->dk, kb, B->dkp, (const float *)c->w->w_k, gi * pk, g ? g->w_k : NULL, /* 3. */
+                          g ? g->b_k : NULL, B->dk ? B->dk + b * m * c->dk : NULL);
+            mha__bwd_proj(m, pv, c->dv, vb, B->dvp, (const float *)c->w->w_v, gi * pv, g ? g->w_v : NULL,
+                          g ? g->b_v : NULL, B->dv ? B->dv + b * m * c->dv : NULL);
+        }
+    }
+}
+
+MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    mha__ctx c;
+    size_t bytes;
+    if (mha__bwd_setup(&c, shape, &mha__no_weights, batch, n, m, &bytes) != MHA_OK) return 0;
+    return bytes == SIZE_MAX ? 0 : bytes;
+}
+
+MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                               const float *queries, const float *keys, const float *values, const mha_mask *mask,
+                               const float *d_out, float *d_queries, float *d_keys, float *d_values,
+                               const mha_grads *grads, void *workspace, size_t workspace_bytes) {
+    mha__ctx c;
+    mha__bwd B;
+    size_t bytes;
+    int st = mha__bwd_setup(&c, shape, w, batch, n, m, &bytes);
+    if (st != MHA_OK) return (mha_status)st;
+    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !queries || !keys || !values || !d_out ||
+        (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
+        return MHA_ERR_NULL;
+    c.mask = mask;
+    if (mask && mask->bias && mha__layout(&c, NULL) == SIZE_MAX) bytes = SIZE_MAX; /* the bias array's bytes */
+    st = mha__check(&c, bytes, workspace_bytes, workspace);
+    if (st != MHA__RUN && st != MHA_OK) return (mha_status)st;
+    B.q = queries;
+    B.k = keys;
+    B.v = values;
+    B.dout = d_out;
+    B.dq = d_queries;
+    B.dk = d_keys;
+    B.dv = d_values;
+    B.g = grads;
+    mha__bwd_run(&c, &B, mha__align(workspace)); /* n = 0: the inputs' gradients 0, nothing added */
+    return MHA_OK;
 }
 
 MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type) {

@@ -1,0 +1,308 @@
+/* tests/test_backward.c - mha_backward against central finite differences.
+
+   For a loss L = sum(d_out * out), out the forward of tests/naive_ref.h in
+   double, every gradient mha_backward returns (the inputs' and every
+   weight's, bias's and sink's) is compared with (L(x + h) - L(x - h)) /
+   ((x + h) - (x - h)), the perturbed values rounded to float and the
+   difference taken of those floats (so that the step is exact), h = 2^-10:
+   the truncation error is of order h^2 = 1e-6 of the third derivative.
+   Bound per array: max |grad - fd| <= TOL (1 + max |fd|), TOL = 2e-5.
+   Cases: all sizes different with GQA and biases, batch 2; additive
+   scoring; every mask kind with a fully masked row; ALiBi, the soft-cap and
+   sinks; a scale of its own. Also: gradients add up over calls (+=), NULL
+   outputs are skipped, finite inputs give finite gradients where rows are
+   fully masked, bad input gives its status with nothing written, and the
+   workspace has no n x m term (it doubles from n = m = 2048 to 4096). */
+#include "test_util.h"
+#include "naive_ref.h"
+
+#define TOL 2e-5
+#define STEP (1.0f / 1024.0f)
+
+static double worst_ratio;
+
+typedef struct fd_case {
+    tu_problem p;
+    mha_mask mask;
+    float *dout;
+} fd_case;
+
+/* The loss of the case, in double. */
+static double loss(fd_case *fc) {
+    const tu_problem *p = &fc->p;
+    size_t no = (size_t)p->batch * (size_t)p->n * (size_t)p->s.p_o, i;
+    double *out = (double *)malloc((no ? no : 1) * sizeof(double)), L = 0.0;
+    naive_forward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, &fc->mask, out, NULL);
+    for (i = 0; i < no; ++i) L += (double)fc->dout[i] * out[i];
+    free(out);
+    return L;
+}
+
+/* Compares grad [count] with the finite differences of the loss in the
+   float array x [count] (perturbed in place and restored). */
+static void compare(fd_case *fc, const char *what, const char *name, float *x, const float *grad, size_t count) {
+    double e = 0.0, big = 0.0, fd;
+    size_t i;
+    for (i = 0; i < count; ++i) {
+        const float x0 = x[i], xp = x0 + STEP, xm = x0 - STEP;
+        double lp, lm;
+        x[i] = xp;
+        lp = loss(fc);
+        x[i] = xm;
+        lm = loss(fc);
+        x[i] = x0;
+        fd = (lp - lm) / ((double)xp - (double)xm);
+        if (fabs(fd) > big) big = fabs(fd);
+        if (!(fabs(fd - (double)grad[i]) <= e)) e = fabs(fd - (double)grad[i]);
+    }
+    if (e / (TOL * (1.0 + big)) > worst_ratio) worst_ratio = e / (TOL * (1.0 + big));
+    CHECK(e <= TOL * (1.0 + big), "%s: %s: max |grad - fd| %.3g > %.3g (max |fd| %.3g)", what, name, e,
+          TOL * (1.0 + big), big);
+}
+
+/* One case: mha_backward's gradients of everything against finite differences. */
+static void check_case(const char *what, fd_case *fc) {
+    tu_problem *p = &fc->p;
+    mha_weight_counts wc;
+    mha_grads g;
+    size_t nq = (size_t)p->batch * (size_t)p->n * (size_t)p->s.d_q, nk = (size_t)p->batch * (size_t)p->m * (size_t)p->s.d_k;
+    size_t nv = (size_t)p->batch * (size_t)p->m * (size_t)p->s.d_v, bytes = mha_backward_workspace_size(&p->s, p->batch, p->n, p->m);
+    float *dq = tu_floats(nq, 0.0f), *dk = tu_floats(nk, 0.0f), *dv = tu_floats(nv, 0.0f);
+    void *ws = malloc(bytes);
+    size_t k;
+    float *arrays[12];
+    mha_weight_counts_get(&p->s, &wc);
+    memset(&g, 0, sizeof g);
+    g.w_q = tu_floats(wc.w_q, 0.0f); g.w_k = tu_floats(wc.w_k, 0.0f); g.w_v = tu_floats(wc.w_v, 0.0f);
+    g.w_o = tu_floats(wc.w_o, 0.0f);
+    g.b_q = tu_floats(wc.b_q, 0.0f); g.b_k = tu_floats(wc.b_k, 0.0f); g.b_v = tu_floats(wc.b_v, 0.0f);
+    g.b_o = tu_floats(wc.b_o, 0.0f);
+    g.a_q = tu_floats(wc.a_q, 0.0f); g.a_k = tu_floats(wc.a_k, 0.0f); g.a_v = tu_floats(wc.a_v, 0.0f);
+    g.sinks = tu_floats((size_t)p->s.heads, 0.0f);
+    for (k = 0; k < wc.w_q; ++k) g.w_q[k] = 0.0f; /* tu_floats(.., 0) is already 0: kept explicit */
+    CHECK(mha_backward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, &fc->mask, fc->dout, dq, dk, dv, &g, ws,
+                       bytes) == MHA_OK,
+          "%s: mha_backward", what);
+    compare(fc, what, "d_queries", p->q, dq, nq);
+    compare(fc, what, "d_keys", p->k, dk, nk);
+    compare(fc, what, "d_values", p->v, dv, nv);
+    compare(fc, what, "W_q", (float *)(uintptr_t)p->w.w_q, g.w_q, wc.w_q);
+    compare(fc, what, "W_k", (float *)(uintptr_t)p->w.w_k, g.w_k, wc.w_k);
+    compare(fc, what, "W_v", (float *)(uintptr_t)p->w.w_v, g.w_v, wc.w_v);
+    compare(fc, what, "W_o", (float *)(uintptr_t)p->w.w_o, g.w_o, wc.w_o);
+    if (p->w.b_q) {
+        compare(fc, what, "b_q", (float *)(uintptr_t)p->w.b_q, g.b_q, wc.b_q);
+        compare(fc, what, "b_k", (float *)(uintptr_t)p->w.b_k, g.b_k, wc.b_k);
+        compare(fc, what, "b_v", (float *)(uintptr_t)p->w.b_v, g.b_v, wc.b_v);
+        compare(fc, what, "b_o", (float *)(uintptr_t)p->w.b_o, g.b_o, wc.b_o);
+    }
+    if (p->s.score == MHA_SCORE_ADDITIVE) {
+        compare(fc, what, "A_q", (float *)(uintptr_t)p->w.a_q, g.a_q, wc.a_q);
+        compare(fc, what, "A_k", (float *)(uintptr_t)p->w.a_k, g.a_k, wc.a_k);
+        compare(fc, what, "w_a", (float *)(uintptr_t)p->w.a_v, g.a_v, wc.a_v);
+    }
+    if (p->w.sinks) compare(fc, what, "sinks", (float *)(uintptr_t)p->w.sinks, g.sinks, (size_t)p->s.heads);
+    printf("%-40s gradients agree with finite differences\n", what);
+    arrays[0] = dq; arrays[1] = dk; arrays[2] = dv; arrays[3] = g.w_q; arrays[4] = g.w_k; arrays[5] = g.w_v;
+    arrays[6] = g.w_o; arrays[7] = g.b_q; arrays[8] = g.b_k; arrays[9] = g.b_v; arrays[10] = g.b_o; arrays[11] = g.sinks;
+    for (k = 0; k < 12; ++k) free(arrays[k]);
+    free(g.a_q); free(g.a_k); free(g.a_v); free(ws);
+}
+
+static void make_case(fd_case *fc, const mha_shape *s, int32_t batch, int32_t n, int32_t m, int bias) {
+    tu_problem_make(&fc->p, s, batch, n, m, bias);
+    memset(&fc->mask, 0, sizeof fc->mask);
+    fc->dout = tu_own(&fc->p, tu_floats((size_t)batch * (size_t)n * (size_t)s->p_o, 1.0f));
+}
+
+/* Gradients add up (+=), NULL outputs are skipped, and a fully masked row
+   leaves finite gradients. */
+static void check_accumulate(void) {
+    mha_shape s = shape_of(2, 1, 4, 5, 3, 3, 2, 4, 0);
+    fd_case fc;
+    mha_grads g;
+    mha_weight_counts wc;
+    int32_t lens[2] = {0, 3}; /* batch entry 0 sees nothing */
+    size_t bytes, k, nk;
+    void *ws;
+    float *once, *dk;
+    int finite = 1, doubled = 1;
+    make_case(&fc, &s, 2, 3, 3, 1);
+    fc.mask.valid_lens = lens;
+    bytes = mha_backward_workspace_size(&s, 2, 3, 3);
+    ws = malloc(bytes);
+    mha_weight_counts_get(&s, &wc);
+    memset(&g, 0, sizeof g);
+    g.w_k = tu_floats(wc.w_k, 0.0f);
+    once = tu_floats(wc.w_k, 0.0f);
+    nk = (size_t)2 * 3 * (size_t)s.d_k;
+    dk = tu_floats(nk, 0.0f);
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, dk, NULL, &g, ws, bytes) ==
+              MHA_OK,
+          "accumulate: first call");
+    memcpy(once, g.w_k, wc.w_k * sizeof(float));
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, NULL, NULL, &g, ws,
+                       bytes) == MHA_OK,
+          "accumulate: second call");
+    for (k = 0; k < wc.w_k; ++k) doubled &= fabsf(g.w_k[k] - 2.0f * once[k]) <= 1e-6f * (1.0f + fabsf(once[k]));
+    for (k = 0; k < nk; ++k) finite &= dk[k] - dk[k] == 0.0f;
+    for (k = 0; k < (size_t)3 * (size_t)s.d_k; ++k) finite &= dk[k] == 0.0f; /* entry 0's keys: no gradient */
+    CHECK(doubled, "accumulate: a second call adds the same gradient (to float rounding)");
+    CHECK(finite, "accumulate: finite, and 0 for keys no query sees");
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, NULL, NULL, NULL, ws,
+                       bytes) == MHA_OK,
+          "accumulate: nothing wanted");
+    free(g.w_k); free(once); free(dk); free(ws);
+    tu_problem_free(&fc.p);
+}
+
+/* A bias of -inf masks its key: the gradients equal those of keep = 0 there,
+   bit for bit. */
+static void check_bias_inf(void) {
+    mha_shape s = shape_of(2, 1, 4, 3, 5, 3, 2, 3, 0);
+    fd_case fc;
+    float bias_inf[2 * 3 * 4], bias_fin[2 * 3 * 4], *r1, *r2;
+    uint8_t keep[2 * 3 * 4];
+    size_t k, bytes = mha_backward_workspace_size(&s, 2, 3, 4), nk = (size_t)2 * 4 * (size_t)s.d_k;
+    void *ws = malloc(bytes);
+    make_case(&fc, &s, 2, 3, 4, 1);
+    for (k = 0; k < sizeof keep; ++k) {
+        bias_fin[k] = tu_uniform(-1.0f, 1.0f);
+        keep[k] = (uint8_t)(k % 4 == 0 || tu_next() % 3 != 0);
+        bias_inf[k] = keep[k] ? bias_fin[k] : -INFINITY;
+    }
+    r1 = tu_floats(nk, 0.0f);
+    r2 = tu_floats(nk, 0.0f);
+    fc.mask.bias = bias_inf;
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, r1, NULL, NULL, ws,
+                       bytes) == MHA_OK,
+          "bias -inf: call");
+    fc.mask.bias = bias_fin;
+    fc.mask.keep = keep;
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, r2, NULL, NULL, ws,
+                       bytes) == MHA_OK,
+          "bias -inf: keep call");
+    CHECK(memcmp(r1, r2, nk * sizeof(float)) == 0 && tu_all_finite(r1, nk),
+          "bias -inf: the same key gradients as keep = 0");
+    free(r1); free(r2); free(ws);
+    tu_problem_free(&fc.p);
+}
+
+/* Bad input: its status, and nothing written. */
+static void check_bad_input(void) {
+    mha_shape s = shape_of(2, 2, 4, 4, 4, 2, 2, 4, 0), r;
+    fd_case fc;
+    mha_grads g;
+    float gw[32], dq[64], canary = 12345.0f;
+    int32_t lens[1] = {4};
+    size_t bytes = mha_backward_workspace_size(&s, 1, 3, 3), k;
+    unsigned char *ws = (unsigned char *)malloc(bytes + 1);
+    int untouched = 1;
+    mha_weights w16;
+    make_case(&fc, &s, 1, 3, 3, 0);
+    memset(&g, 0, sizeof g);
+    for (k = 0; k < 32; ++k) gw[k] = canary;
+    for (k = 0; k < 64; ++k) dq[k] = canary;
+    g.w_q = gw;
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, dq, NULL, NULL, &g, ws, bytes) ==
+              MHA_ERR_NULL,
+          "bad input: d_out NULL");
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws,
+                       bytes - 1) == MHA_ERR_WORKSPACE,
+          "bad input: workspace one byte short");
+    fc.mask.valid_lens = lens;
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, dq, NULL, NULL, &g, ws,
+                       bytes) == MHA_ERR_MASK,
+          "bad input: valid length 4 > m = 3");
+    r = s;
+    r.rope_dim = 2; /* MHA_NO_EXTRAS: refused as any knob is */
+    CHECK(mha_backward(&r, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+              MHA_ERR_SHAPE,
+          "bad input: RoPE (not yet)");
+    w16 = fc.p.w;
+    w16.type = MHA_BF16;
+    CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+              MHA_ERR_SHAPE,
+          "bad input: 16-bit weights (not yet)");
+    CHECK(mha_backward(&s, &fc.p.w, -1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+              MHA_ERR_SHAPE,
+          "bad input: batch -1");
+    CHECK(mha_backward_workspace_size(&s, 1, INT32_MAX, INT32_MAX) == 0 || sizeof(size_t) > 4,
+          "bad input: an overflowing size gives 0");
+    for (k = 0; k < 32; ++k) untouched &= gw[k] == canary;
+    for (k = 0; k < 64; ++k) untouched &= dq[k] == canary;
+    CHECK(untouched, "bad input: nothing written");
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws + 1,
+                       bytes) == MHA_OK,
+          "bad input: the exact size at an odd address works");
+    free(ws);
+    tu_problem_free(&fc.p);
+}
+
+int main(void) {
+    mha_shape s, big;
+    fd_case fc;
+    int32_t lens[6] = {4, 0, 2, 3, 1, 4};
+    uint8_t keep[2 * 3 * 4];
+    float bias[2 * 3 * 4];
+    size_t k, ws4096, ws2048;
+    tu_seed(20261203u);
+
+    s = shape_of(4, 2, 5, 6, 7, 3, 4, 5, 0); /* every size different, GQA */
+    make_case(&fc, &s, 2, 3, 4, 1);
+    check_case("dot, GQA, all sizes different, batch 2", &fc);
+    tu_problem_free(&fc.p);
+
+#if !MHA_NO_ADDITIVE
+    s = shape_of(2, 1, 4, 5, 3, 3, 2, 4, 1); /* additive */
+    make_case(&fc, &s, 2, 3, 4, 1);
+    check_case("additive scoring, GQA", &fc);
+    tu_problem_free(&fc.p);
+#endif
+
+    s = shape_of(2, 2, 4, 3, 5, 3, 2, 3, 0); /* every mask kind; row 1 of entry 0 sees nothing */
+    make_case(&fc, &s, 2, 3, 4, 1);
+    fc.mask.causal = 1;
+    fc.mask.causal_offset = 1;
+    fc.mask.valid_lens = lens;
+    fc.mask.valid_lens_per_query = 1;
+    for (k = 0; k < sizeof keep; ++k) keep[k] = (uint8_t)(tu_next() % 4 != 0);
+    for (k = 0; k < sizeof bias / sizeof bias[0]; ++k) bias[k] = tu_uniform(-3.0f, 3.0f); /* finite: the oracle takes
+                                                                                              -inf as a score */
+    fc.mask.keep = keep;
+    fc.mask.bias = bias;
+    check_case("causal, valid lengths, keep, bias masks", &fc);
+    tu_problem_free(&fc.p);
+
+#if !MHA_NO_EXTRAS
+    s = shape_of(3, 3, 4, 4, 4, 4, 3, 5, 0); /* the knobs */
+    s.alibi = 1;
+    s.softcap = 1.5f;
+    make_case(&fc, &s, 1, 4, 5, 1);
+    fc.p.w.sinks = tu_own(&fc.p, tu_floats(3, 1.0f));
+    fc.mask.causal = 1;
+    check_case("ALiBi, soft-cap, sinks, causal", &fc);
+    tu_problem_free(&fc.p);
+#endif
+
+    s = shape_of(2, 1, 3, 3, 3, 4, 3, 2, 0); /* a scale of its own */
+    s.scale = 0.9f;
+    make_case(&fc, &s, 1, 2, 3, 0);
+    check_case("scale 0.9, no biases, MQA", &fc);
+    tu_problem_free(&fc.p);
+
+    check_accumulate();
+    check_bias_inf();
+    check_bad_input();
+
+    big = shape_of(8, 8, 512, 512, 512, 64, 64, 512, 0);
+    ws4096 = mha_backward_workspace_size(&big, 1, 4096, 4096);
+    ws2048 = mha_backward_workspace_size(&big, 1, 2048, 2048);
+    CHECK(ws4096 > 0 && ws2048 > 0 && (double)ws4096 < 2.01 * (double)ws2048,
+          "workspace grows with m, not n m: %lu bytes at 2048, %lu at 4096", (unsigned long)ws2048,
+          (unsigned long)ws4096);
+    printf("workspace at n = m = 4096 (d 512, 8 heads of 64): %lu bytes, 1/%.0f of one n x m fp32 matrix\n",
+           (unsigned long)ws4096, 4096.0 * 4096.0 * 4.0 / (double)ws4096);
+    printf("worst gradient error %.3f of the bound\n", worst_ratio);
+    return tu_summary();
+}
