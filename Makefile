@@ -100,9 +100,10 @@ $(BUILD)/test_hostile: $(HOSTILE) $(TESTDEP) | $(BUILD)
 $(BUILD)/replay: $(REPLAY) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) -std=c99 -Wall -Wextra -Werror $(REPLAY) -o $@ $(LDLIBS)
 
-# mha_backward against finite differences of the double forward (tests/naive_ref.h)
+# mha_backward against finite differences of the double forward (tests/naive_ref.h) and
+# PyTorch autograd (tests/ref_backward.h, written by tests/gen_backward.py)
 BACKWARD = tests/test_backward.c tests/test_impl.c
-$(BUILD)/test_backward: $(BACKWARD) $(TESTDEP) | $(BUILD)
+$(BUILD)/test_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(BACKWARD) -o $@ $(LDLIBS)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
@@ -323,7 +324,10 @@ refcheck: | $(BUILD)
 	$(PYTHON) tests/gen_vectors.py $(SCRATCH)/ref_vectors.h
 	$(CC) $(CFLAGS) -Itests -DREF_VECTORS_FILE='"$(abspath $(SCRATCH))/ref_vectors.h"' $(SUITE) \
 	    -o $(BUILD)/test_mha_fresh $(LDLIBS)
-	@sh tests/run.sh $(BUILD)/test_mha_fresh
+	$(PYTHON) tests/gen_backward.py $(SCRATCH)/ref_backward.h
+	$(CC) $(CFLAGS) -Itests -DREF_BACKWARD_FILE='"$(abspath $(SCRATCH))/ref_backward.h"' $(BACKWARD) \
+	    -o $(BUILD)/test_backward_fresh $(LDLIBS)
+	@sh tests/run.sh $(BUILD)/test_mha_fresh $(BUILD)/test_backward_fresh
 
 # The benchmark is built for this machine's vector unit (BENCHFLAGS).
 BENCHFLAGS ?= -O2 -march=native

@@ -11,8 +11,10 @@ gcc $F tests/test_mha.c "$d/test_impl.o" -o "$d/test_mha" -lm
 gcc $F tests/test_hostile.c "$d/test_impl.o" -o "$d/test_hostile" -lm
 gcc $F tests/fuzz/fuzz_mha.c tests/fuzz/replay.c "$d/test_impl.o" -o "$d/replay" -lm
 gcc $F tests/test_decode.c "$d/test_impl.o" -o "$d/test_decode" -lm
+gcc $F tests/test_backward.c "$d/test_impl.o" -o "$d/test_backward" -lm
 "$d/test_mha" > /dev/null
 "$d/test_decode" > /dev/null
+"$d/test_backward" > /dev/null
 "$d/test_hostile" > /dev/null
 "$d/replay" tests/fuzz/corpus/* > /dev/null
 # gcov reports every file of the object; keep mha.h

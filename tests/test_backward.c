@@ -15,6 +15,11 @@
    workspace has no n x m term (it doubles from n = m = 2048 to 4096). */
 #include "test_util.h"
 #include "naive_ref.h"
+#ifdef REF_BACKWARD_FILE
+#include REF_BACKWARD_FILE
+#else
+#include "ref_backward.h" /* tests/gen_backward.py: PyTorch autograd in float64 */
+#endif
 
 #define TOL 2e-5
 #define STEP (1.0f / 1024.0f)
@@ -113,6 +118,51 @@ static void make_case(fd_case *fc, const mha_shape *s, int32_t batch, int32_t n,
     tu_problem_make(&fc->p, s, batch, n, m, bias);
     memset(&fc->mask, 0, sizeof fc->mask);
     fc->dout = tu_own(&fc->p, tu_floats((size_t)batch * (size_t)n * (size_t)s->p_o, 1.0f));
+}
+
+/* The PyTorch cases: every gradient within 1e-5 (1 + max |ref|). */
+static void check_torch(void) {
+    static const char *names[] = BWD_GRADS;
+    double worst = 0.0;
+    int c, k;
+    for (c = 0; c < BWD_CASE_COUNT; ++c) {
+        const bwd_case *bc = &bwd_cases[c];
+        mha_weight_counts wc;
+        mha_grads g;
+        size_t counts[15], bytes = mha_backward_workspace_size(&bc->shape, bc->batch, bc->n, bc->m), i;
+        float *got[15];
+        void *ws = malloc(bytes ? bytes : 1);
+        int ok = 1;
+        mha_weight_counts_get(&bc->shape, &wc);
+        counts[0] = (size_t)bc->batch * (size_t)bc->n * (size_t)bc->shape.d_q;
+        counts[1] = (size_t)bc->batch * (size_t)bc->m * (size_t)bc->shape.d_k;
+        counts[2] = (size_t)bc->batch * (size_t)bc->m * (size_t)bc->shape.d_v;
+        counts[3] = wc.w_q; counts[4] = wc.b_q; counts[5] = wc.w_k; counts[6] = wc.b_k; counts[7] = wc.w_v;
+        counts[8] = wc.b_v; counts[9] = wc.w_o; counts[10] = wc.b_o; counts[11] = wc.a_q; counts[12] = wc.a_k;
+        counts[13] = wc.a_v; counts[14] = (size_t)bc->shape.heads;
+        for (k = 0; k < 15; ++k) got[k] = bc->grad[k] ? tu_floats(counts[k], 0.0f) : NULL;
+        g.w_q = got[3]; g.b_q = got[4]; g.w_k = got[5]; g.b_k = got[6]; g.w_v = got[7]; g.b_v = got[8];
+        g.w_o = got[9]; g.b_o = got[10]; g.a_q = got[11]; g.a_k = got[12]; g.a_v = got[13]; g.sinks = got[14];
+        ok &= mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask,
+                           bc->d_out, got[0], got[1], got[2], &g, ws, bytes) == MHA_OK;
+        for (k = 0; k < 15; ++k) {
+            double e = 0.0, big = 0.0;
+            if (!bc->grad[k]) continue;
+            for (i = 0; i < counts[k]; ++i) {
+                const double d = fabs((double)got[k][i] - (double)bc->grad[k][i]);
+                if (fabs((double)bc->grad[k][i]) > big) big = fabs((double)bc->grad[k][i]);
+                if (!(d <= e)) e = d;
+            }
+            if (e / (1e-5 * (1.0 + big)) > worst) worst = e / (1e-5 * (1.0 + big));
+            CHECK(e <= 1e-5 * (1.0 + big), "PyTorch %s/%s: %s differs by %.3g (max |ref| %.3g)", bc->group, bc->name,
+                  names[k], e, big);
+            ok &= e <= 1e-5 * (1.0 + big);
+        }
+        CHECK(ok, "PyTorch %s/%s", bc->group, bc->name);
+        for (k = 0; k < 15; ++k) free(got[k]);
+        free(ws);
+    }
+    printf("%d PyTorch autograd cases: worst gradient error %.3f of 1e-5 (1 + max |ref|)\n", BWD_CASE_COUNT, worst);
 }
 
 /* Gradients add up (+=), NULL outputs are skipped, and a fully masked row
@@ -291,6 +341,7 @@ int main(void) {
     check_case("scale 0.9, no biases, MQA", &fc);
     tu_problem_free(&fc.p);
 
+    check_torch();
     check_accumulate();
     check_bias_inf();
     check_bad_input();
