@@ -6,7 +6,7 @@
 #   (mps2-an505) under qemu-system-arm with semihosting: the PyTorch vector
 #   suite (also with MHA_NO_LIBM=1), the hostile-input tests, decoding
 #   against the forward pass (tests/test_decode.c with TEST_DECODE_SMALL: no
-#   long caches), the math ulp test, and examples/firmware (built without a
+#   long caches), the backward pass (tests/test_backward.c), the math ulp test, and examples/firmware (built without a
 #   C library, checked with nm for a heap); on the M4F also
 #   the trained digit classifier (examples/digits: every image against
 #   PyTorch) and its instructions per image (tests/cross/count_insns.py);
@@ -26,6 +26,7 @@ STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promoti
 SUITE="tests/test_mha.c tests/test_impl.c"
 HOSTILE="tests/test_hostile.c tests/test_impl.c"
 DECODE="tests/test_decode.c tests/test_impl.c"
+BACKWARD="tests/test_backward.c tests/test_impl.c"
 REPLAY="tests/fuzz/fuzz_mha.c tests/fuzz/replay.c tests/test_impl.c"
 CORPUS=$(ls tests/fuzz/corpus/* | tr '\n' ' ')
 total_p=0; total_f=0
@@ -54,12 +55,13 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-mha-nolibm.elf" $cc -DMHA_NO_LIBM=1 $SUITE -lm || ok=0 # -lm: for the tests' own use
     build "$B/$name-hostile.elf" $cc $HOSTILE -lm || ok=0
     build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
+    build "$B/$name-backward.elf" $cc $BACKWARD -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
-        "timeout 300 $run $B/$name-mathf.elf" \
+        "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
         "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault' 
     add "$name" "$out"
@@ -119,6 +121,7 @@ linux() { # linux NAME RUNNER CC ARGS...
         ok=0
     build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $SUITE -lm || ok=0
     build "$B/$name-decode" "$@" -O2 -std=c99 -Itests $DECODE -lm || ok=0
+    build "$B/$name-backward" "$@" -O2 -std=c99 -Itests $BACKWARD -lm || ok=0
     build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 "-DMHA__DCH=((size_t)256)" -Itests $DECODE -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
@@ -130,7 +133,7 @@ linux() { # linux NAME RUNNER CC ARGS...
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "$runner $B/$name-mha" "$runner $B/$name-hostile" "$runner $B/$name-replay $CORPUS" \
         "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" \
-        "$runner $B/$name-fast" "$runner $B/$name-mha-fast" "$runner $B/$name-decode" \
+        "$runner $B/$name-fast" "$runner $B/$name-mha-fast" "$runner $B/$name-decode" "$runner $B/$name-backward" \
         "$runner $B/$name-decode-fast" ${fastp:+"$fastp"} 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
