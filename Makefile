@@ -76,7 +76,7 @@ PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
-MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/tinylm $(BUILD)/tinylm_ref
+MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
@@ -179,19 +179,27 @@ $(BUILD)/tinylm: $(TINYLM) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+# examples/train: an attention layer trained in C (mha_backward, SGD), its loss curve against
+# PyTorch's (examples/train/torch_curve.h, written by examples/train/train_torch.py)
+$(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples/train $< -o $@ $(LDLIBS)
 
 # make models: both models trained again from scratch (seeded; needs python3-torch and
 # python3-sklearn) into $(BUILD)/models, and each C program built against the new headers and
 # run: they must agree with the retrained models (not bitwise with the committed weights:
-# training on another CPU may round differently).
+# training on another CPU may round differently); and PyTorch's loss curve of examples/train
+# run again, for train.c to match.
 models: | $(BUILD)
-	rm -rf $(BUILD)/models && mkdir -p $(BUILD)/models/digits $(BUILD)/models/tinylm
+	rm -rf $(BUILD)/models && mkdir -p $(BUILD)/models/digits $(BUILD)/models/tinylm $(BUILD)/models/train
 	cp examples/digits/digits.c $(BUILD)/models/digits/ && cp examples/tinylm/tinylm.c $(BUILD)/models/tinylm/
+	cp examples/train/train.c $(BUILD)/models/train/
+	/usr/bin/python3 examples/train/train_torch.py $(BUILD)/models/train/torch_curve.h
 	/usr/bin/python3 examples/digits/train.py $(BUILD)/models/digits/digits_model.h
 	/usr/bin/python3 examples/tinylm/train.py $(BUILD)/models/tinylm
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/digits/digits.c -o $(BUILD)/models/digits/digits $(LDLIBS)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/tinylm/tinylm.c -o $(BUILD)/models/tinylm/tinylm $(LDLIBS)
-	@sh tests/run.sh $(BUILD)/models/digits/digits $(BUILD)/models/tinylm/tinylm
+	$(CC) $(CFLAGS) $(STRICT) -I. $(BUILD)/models/train/train.c -o $(BUILD)/models/train/train $(LDLIBS)
+	@sh tests/run.sh $(BUILD)/models/digits/digits $(BUILD)/models/tinylm/tinylm $(BUILD)/models/train/train
 
 examples: $(EXBINS) $(MODELS)
 

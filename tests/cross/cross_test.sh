@@ -9,7 +9,8 @@
 #   long caches), the backward pass (tests/test_backward.c), the math ulp test, and examples/firmware (built without a
 #   C library, checked with nm for a heap); on the M4F also
 #   the trained digit classifier (examples/digits: every image against
-#   PyTorch) and its instructions per image (tests/cross/count_insns.py);
+#   PyTorch) and its instructions per image (tests/cross/count_insns.py), and
+#   the training example (examples/train: its loss curve against PyTorch's);
 #   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h)
 #   and each of its cases decoded token by token;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
@@ -80,6 +81,14 @@ if build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
     add "cortex-m4f digits" "$out"
 else
     add "cortex-m4f digits build" ""
+fi
+# ---- training on the Cortex-M4F: examples/train, its loss curve against PyTorch's
+if build "$B/train.elf" $m4f -Iexamples/train examples/train/train.c -lm; then
+    out=$(sh tests/run.sh "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/train.elf" 2>&1)
+    printf '%s\n' "$out" | grep -E '^largest|passed,|FAIL'
+    add "cortex-m4f training (examples/train)" "$out"
+else
+    add "cortex-m4f training build" ""
 fi
 
 # ---- instructions per inference on every emulated Cortex-M core (README table) ----
