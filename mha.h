@@ -449,8 +449,9 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
               weights they belong to
    The probabilities are recomputed row by row from the inputs (nothing of
    size n x m is kept, and nothing needs saving from the forward). Dot and
-   additive scoring, every mask, GQA, ALiBi, the soft-cap and sinks; RoPE and
-   16-bit weights are MHA_ERR_SHAPE for now. On an error nothing is written. */
+   additive scoring, every mask, GQA, RoPE, ALiBi, the soft-cap, sinks and
+   16-bit weights (whose gradients are float). On an error nothing is
+   written. */
 typedef struct mha_grads {
     float *w_q, *b_q, *w_k, *b_k, *w_v, *b_v, *w_o, *b_o; /* as mha_weights' */
     float *a_q, *a_k, *a_v;                               /* additive only */
@@ -4112,9 +4113,6 @@ MHA__PRIVATE int mha__bwd_setup(mha__ctx *c, const mha_shape *shape, const mha_w
                                 int32_t m, size_t *bytes) {
     int st = mha__setup(c, shape, w);
     if (st != MHA_OK || (st = mha__counts(c, batch, n, m)) != MHA_OK) return st;
-#if !MHA_NO_EXTRAS
-    if (c->knobs->rope_dim || w->type) return MHA_ERR_SHAPE; /* not yet */
-#endif
     *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN);
     if ((*bytes & 1u) || mha__layout(c, NULL) == SIZE_MAX) *bytes = SIZE_MAX;
     return MHA_OK;
@@ -4140,9 +4138,9 @@ MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, s
     const mha_weights *w = c->w;
     const mha_grads *g = B->g;
     const mha_mask *mask = c->mask;
+    const int type = MHA__WTYPE(c);
     const size_t m = c->m, pq = c->pq, pk = c->pk, pv = c->pv, pa = c->pa, hp = c->h * c->pv, row = b * c->n + t;
     const float *qt = B->q + row * c->dq, *dot = B->dout + row * c->po;
-    const float *wq = (const float *)w->w_q + i * pq * c->dq, *wo = (const float *)w->w_o + i * pv;
     const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     const size_t hi = mha__visible(mask, b, row, t, m);
@@ -4154,8 +4152,11 @@ MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, s
     const float sink = mha__row_sink(c, i, slope, qpos);
     mx = sink;
 #endif
-    /* the row forward: q, the scores (raw: before the soft-cap), P */
+    /* the row forward: q (rotated at the row's position), the scores (raw: before the soft-cap), P */
     mha__project(c, MHA__PROJ_Q, qt, 1, i * pq, B->qp);
+#if !MHA_NO_EXTRAS
+    if (MHA__ROPE(c)) mha__rope(c, B->qp, 1, 0, qpos, NULL);
+#endif
 #if !MHA_NO_ADDITIVE
     if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AQ, B->qp, 1, i * pa, B->aq);
 #endif
@@ -4188,7 +4189,7 @@ MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, s
     sw /= sum;
     for (a = 0; a < pv; ++a) {
         B->ho[a] = mha__dot(B->pr, B->vp + a, pv, m, 1);
-        B->dh[a] = mha__dot(dot, wo + a, hp, c->po, 0);
+        B->dh[a] = mha__dot_t(dot, mha__elt(w->w_o, type, i * pv + a), type, hp, c->po, 0);
     }
     /* the output projection's gradients */
     for (o = 0; g && g->w_o && o < c->po; ++o)
@@ -4238,12 +4239,15 @@ MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, s
             B->dqp[e] += w->a_q[(i * pa + a) * pq + e] * B->daq[a];
         }
 #endif
+#if !MHA_NO_EXTRAS
+    if (MHA__ROPE(c)) mha__rope(c, B->dqp, 1, 0, -qpos, NULL); /* back through the rotation: its inverse */
+#endif
     /* through W_q^(i) */
     for (a = 0; a < pq; ++a) {
         if (g && g->b_q) g->b_q[i * pq + a] += B->dqp[a];
         for (e = 0; e < c->dq; ++e) {
             if (g && g->w_q) g->w_q[(i * pq + a) * c->dq + e] += B->dqp[a] * qt[e];
-            if (B->dq) B->dq[row * c->dq + e] += wq[a * c->dq + e] * B->dqp[a];
+            if (B->dq) B->dq[row * c->dq + e] += mha__elt_f32(w->w_q, type, (i * pq + a) * c->dq + e) * B->dqp[a];
         }
     }
 }
@@ -4251,8 +4255,8 @@ MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, s
 /* Step 3: x's gradient ([m][p] at dx, rows of the projection's weight
    starting at o0) through W (rows [..][d]) into the weight's and bias's
    gradients and the inputs' (din, [m][d], NULL: not wanted). */
-MHA__PRIVATE void mha__bwd_proj(size_t m, size_t p, size_t d, const float *x, const float *dx, const float *W,
-                                size_t o0, float *gw, float *gb, float *din) {
+MHA__PRIVATE void mha__bwd_proj(size_t m, size_t p, size_t d, const float *x, const float *dx, const void *W,
+                                int type, size_t o0, float *gw, float *gb, float *din) {
     size_t j, a, e;
     for (j = 0; j < m; ++j)
         for (a = 0; a < p; ++a) {
@@ -4260,9 +4264,21 @@ MHA__PRIVATE void mha__bwd_proj(size_t m, size_t p, size_t d, const float *x, co
             if (gb) gb[o0 + a] += gr;
             for (e = 0; e < d; ++e) {
                 if (gw) gw[(o0 + a) * d + e] += gr * x[j * d + e];
-                if (din) din[j * d + e] += W[(o0 + a) * d + e] * gr;
+                if (din) din[j * d + e] += mha__elt_f32(W, type, (o0 + a) * d + e) * gr;
             }
         }
+}
+
+/* RoPE on the m rows of p_k at x, row j at position sign j (-1: the inverse rotation). */
+MHA__PRIVATE void mha__bwd_rope(const mha__ctx *c, float *x, int sign) {
+#if !MHA_NO_EXTRAS
+    size_t j;
+    for (j = 0; j < c->m && MHA__ROPE(c); ++j) mha__rope(c, x + j * c->pk, 1, 0, sign * (int64_t)j, NULL);
+#else
+    (void)c;
+    (void)x;
+    (void)sign;
+#endif
 }
 
 MHA__PRIVATE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
@@ -4290,6 +4306,7 @@ MHA__PRIVATE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
         for (gi = 0; gi < c->kv; ++gi) {
             mha__project(c, MHA__PROJ_K, kb, m, gi * pk, B->kp); /* 1. */
             mha__project(c, MHA__PROJ_V, vb, m, gi * pv, B->vp);
+            mha__bwd_rope(c, B->kp, 1); /* RoPE at each key's position */
             mha__zero(B->dkp, m * pk);
             mha__zero(B->dvp, m * pv);
             for (l = 0; l < c->grp; ++l) { /* 2. */
@@ -4298,9 +4315,10 @@ MHA__PRIVATE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
 #endif
                 for (t = 0; t < c->n; ++t) mha__bwd_row(c, B, b, t, gi * c->grp + l);
             }
-            mha__bwd_proj(m, pk, c->dk, kb, B->dkp, (const float *)c->w->w_k, gi * pk, g ? g->w_k : NULL, /* 3. */
+            mha__bwd_rope(c, B->dkp, -1); /* 3. back through the rotation: its inverse */
+            mha__bwd_proj(m, pk, c->dk, kb, B->dkp, c->w->w_k, MHA__WTYPE(c), gi * pk, g ? g->w_k : NULL,
                           g ? g->b_k : NULL, B->dk ? B->dk + b * m * c->dk : NULL);
-            mha__bwd_proj(m, pv, c->dv, vb, B->dvp, (const float *)c->w->w_v, gi * pv, g ? g->w_v : NULL,
+            mha__bwd_proj(m, pv, c->dv, vb, B->dvp, c->w->w_v, MHA__WTYPE(c), gi * pv, g ? g->w_v : NULL,
                           g ? g->b_v : NULL, B->dv ? B->dv + b * m * c->dv : NULL);
         }
     }
@@ -4337,6 +4355,9 @@ MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int
     B.dk = d_keys;
     B.dv = d_values;
     B.g = grads;
+#if !MHA_NO_EXTRAS
+    if (MHA__ROPE(&c)) mha__rope_base(&c);
+#endif
     mha__bwd_run(&c, &B, mha__align(workspace)); /* n = 0: the inputs' gradients 0, nothing added */
     return MHA_OK;
 }

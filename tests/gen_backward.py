@@ -11,7 +11,8 @@ inputs, the weights, the biases, the additive weights and the sinks, from
   * the float64 composition of tests/gen_vectors.py (reference(), itself
     checked there against nn.MultiheadAttention) for the general form: all
     sizes different, GQA, MQA, additive scoring, every mask kind with a fully
-    masked row, ALiBi, the soft-cap and sinks.
+    masked row, RoPE in both pairings (partial, with a causal offset), ALiBi,
+    the soft-cap and sinks.
 Inputs, weights and d_out are drawn in float32 (the values the C code sees).
 """
 import math
@@ -106,6 +107,11 @@ def cases():
         keep=lambda B, n, m: (torch.rand(B, n, m) > 0.25).to(torch.uint8),
         bias=lambda B, n, m: G.rand(B, n, m, lo=-2.0, hi=2.0)))
     comp_case("extras", "alibi_softcap_sinks", dict(gen, heads=3, kv_heads=3, alibi=1, softcap=1.5, sinks=1), 2, 4, 5,
+              mask=dict(causal=1))
+    rope = dict(heads=4, kv_heads=2, d_q=6, d_k=5, d_v=4, p_q=6, p_k=6, p_v=3, p_o=5, score="dot")
+    comp_case("rope", "half_partial_gqa", dict(rope, rope_dim=4, rope_theta=100.0), 2, 3, 5,
+              mask=dict(causal=1, causal_offset=2))
+    comp_case("rope", "adjacent_alibi_sinks", dict(rope, rope_dim=6, rope_pairs="adjacent", alibi=1, sinks=1), 1, 4, 4,
               mask=dict(causal=1))
 
 

@@ -22,6 +22,11 @@
 #endif
 
 #define TOL 2e-5
+#if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS /* (set for the implementation's file too) */
+#define TB_NO_EXTRAS 1
+#else
+#define TB_NO_EXTRAS 0
+#endif
 #define STEP (1.0f / 1024.0f)
 
 static double worst_ratio;
@@ -133,6 +138,7 @@ static void check_torch(void) {
         float *got[15];
         void *ws = malloc(bytes ? bytes : 1);
         int ok = 1;
+        mha_status st;
         mha_weight_counts_get(&bc->shape, &wc);
         counts[0] = (size_t)bc->batch * (size_t)bc->n * (size_t)bc->shape.d_q;
         counts[1] = (size_t)bc->batch * (size_t)bc->m * (size_t)bc->shape.d_k;
@@ -143,8 +149,15 @@ static void check_torch(void) {
         for (k = 0; k < 15; ++k) got[k] = bc->grad[k] ? tu_floats(counts[k], 0.0f) : NULL;
         g.w_q = got[3]; g.b_q = got[4]; g.w_k = got[5]; g.b_k = got[6]; g.w_v = got[7]; g.b_v = got[8];
         g.w_o = got[9]; g.b_o = got[10]; g.a_q = got[11]; g.a_k = got[12]; g.a_v = got[13]; g.sinks = got[14];
-        ok &= mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask,
-                           bc->d_out, got[0], got[1], got[2], &g, ws, bytes) == MHA_OK;
+        st = mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask,
+                          bc->d_out, got[0], got[1], got[2], &g, ws, bytes);
+        if (TB_NO_EXTRAS && (bc->shape.rope_dim || bc->shape.alibi || bc->shape.softcap != 0.0f || bc->w.sinks)) {
+            CHECK(st == MHA_ERR_SHAPE, "PyTorch %s/%s: the knobs refused under MHA_NO_EXTRAS", bc->group, bc->name);
+            for (k = 0; k < 15; ++k) free(got[k]);
+            free(ws);
+            continue;
+        }
+        ok &= st == MHA_OK;
         for (k = 0; k < 15; ++k) {
             double e = 0.0, big = 0.0;
             if (!bc->grad[k]) continue;
@@ -238,6 +251,67 @@ static void check_bias_inf(void) {
     tu_problem_free(&fc.p);
 }
 
+#if !MHA_NO_EXTRAS
+/* 16-bit weights: the gradients of float weights of the same values, bit for bit. */
+static void check_16bit(void) {
+    mha_shape s = shape_of(4, 2, 6, 5, 7, 4, 3, 5, 0);
+    int ti;
+    s.rope_dim = 2;
+    for (ti = 0; ti < 2; ++ti) {
+        const int32_t type = ti ? MHA_BF16 : MHA_F16;
+        fd_case fc;
+        mha_weight_counts wc;
+        mha_weights w16, w32;
+        mha_grads g16, g32;
+        uint16_t *h[4];
+        float *f[4], *gr[2][4], *dq[2];
+        const void *src[4];
+        size_t counts[4], k, i, bytes = mha_backward_workspace_size(&s, 2, 3, 4), nq;
+        void *ws = malloc(bytes);
+        int same = 1, v;
+        make_case(&fc, &s, 2, 3, 4, 1);
+        mha_weight_counts_get(&s, &wc);
+        counts[0] = wc.w_q; counts[1] = wc.w_k; counts[2] = wc.w_v; counts[3] = wc.w_o;
+        src[0] = fc.p.w.w_q; src[1] = fc.p.w.w_k; src[2] = fc.p.w.w_v; src[3] = fc.p.w.w_o;
+        for (k = 0; k < 4; ++k) {
+            h[k] = (uint16_t *)malloc(counts[k] * sizeof(uint16_t));
+            f[k] = (float *)malloc(counts[k] * sizeof(float));
+            for (i = 0; i < counts[k]; ++i) {
+                const float x = ((const float *)src[k])[i];
+                h[k][i] = type == MHA_F16 ? mha_f16_from_f32(x) : mha_bf16_from_f32(x);
+                f[k][i] = type == MHA_F16 ? mha_f32_from_f16(h[k][i]) : mha_f32_from_bf16(h[k][i]);
+            }
+            for (v = 0; v < 2; ++v) gr[v][k] = tu_floats(counts[k], 0.0f);
+        }
+        nq = (size_t)2 * 3 * (size_t)s.d_q;
+        dq[0] = tu_floats(nq, 0.0f);
+        dq[1] = tu_floats(nq, 0.0f);
+        w16 = w32 = fc.p.w;
+        w16.w_q = h[0]; w16.w_k = h[1]; w16.w_v = h[2]; w16.w_o = h[3];
+        w16.type = type;
+        w32.w_q = f[0]; w32.w_k = f[1]; w32.w_v = f[2]; w32.w_o = f[3];
+        memset(&g16, 0, sizeof g16);
+        memset(&g32, 0, sizeof g32);
+        g16.w_q = gr[0][0]; g16.w_k = gr[0][1]; g16.w_v = gr[0][2]; g16.w_o = gr[0][3];
+        g32.w_q = gr[1][0]; g32.w_k = gr[1][1]; g32.w_v = gr[1][2]; g32.w_o = gr[1][3];
+        CHECK(mha_backward(&s, &w16, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[0], NULL, NULL, &g16, ws,
+                           bytes) == MHA_OK &&
+                  mha_backward(&s, &w32, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[1], NULL, NULL, &g32, ws,
+                               bytes) == MHA_OK,
+              "16-bit weights: calls");
+        for (k = 0; k < 4; ++k) same &= memcmp(gr[0][k], gr[1][k], counts[k] * sizeof(float)) == 0;
+        same &= memcmp(dq[0], dq[1], nq * sizeof(float)) == 0;
+        CHECK(same, "%s weights: the gradients of float weights of the same values, bit for bit",
+              ti ? "bf16" : "f16");
+        for (k = 0; k < 4; ++k) {
+            free(h[k]); free(f[k]); free(gr[0][k]); free(gr[1][k]);
+        }
+        free(dq[0]); free(dq[1]); free(ws);
+        tu_problem_free(&fc.p);
+    }
+}
+#endif
+
 /* Bad input: its status, and nothing written. */
 static void check_bad_input(void) {
     mha_shape s = shape_of(2, 2, 4, 4, 4, 2, 2, 4, 0), r;
@@ -265,15 +339,23 @@ static void check_bad_input(void) {
                        bytes) == MHA_ERR_MASK,
           "bad input: valid length 4 > m = 3");
     r = s;
-    r.rope_dim = 2; /* MHA_NO_EXTRAS: refused as any knob is */
+    r.rope_dim = 3; /* odd */
     CHECK(mha_backward(&r, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_SHAPE,
-          "bad input: RoPE (not yet)");
+          "bad input: an odd rotary dimension");
     w16 = fc.p.w;
-    w16.type = MHA_BF16;
+    w16.type = 3;
     CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_SHAPE,
-          "bad input: 16-bit weights (not yet)");
+          "bad input: weight type 3");
+    w16 = fc.p.w;
+    w16.w_o = NULL;
+    CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+              MHA_ERR_NULL,
+          "bad input: W_o NULL");
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, NULL, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+              MHA_ERR_NULL,
+          "bad input: keys NULL");
     CHECK(mha_backward(&s, &fc.p.w, -1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_SHAPE,
           "bad input: batch -1");
@@ -333,6 +415,23 @@ int main(void) {
     fc.mask.causal = 1;
     check_case("ALiBi, soft-cap, sinks, causal", &fc);
     tu_problem_free(&fc.p);
+
+    s = shape_of(4, 2, 6, 5, 4, 6, 3, 5, 0); /* RoPE, half-split pairs, partial (4 of 6), causal offset */
+    s.rope_dim = 4;
+    s.rope_theta = 100.0f;
+    make_case(&fc, &s, 2, 3, 5, 1);
+    fc.mask.causal = 1;
+    fc.mask.causal_offset = 2;
+    check_case("RoPE half-split, partial, GQA", &fc);
+    tu_problem_free(&fc.p);
+
+    s = shape_of(2, 2, 4, 4, 4, 4, 3, 4, 1); /* RoPE, adjacent pairs, additive, ALiBi */
+    s.rope_dim = 4;
+    s.rope_pairs = MHA_ROPE_ADJACENT;
+    s.alibi = 1;
+    make_case(&fc, &s, 1, 4, 4, 1);
+    check_case("RoPE adjacent, additive, ALiBi", &fc);
+    tu_problem_free(&fc.p);
 #endif
 
     s = shape_of(2, 1, 3, 3, 3, 4, 3, 2, 0); /* a scale of its own */
@@ -344,6 +443,9 @@ int main(void) {
     check_torch();
     check_accumulate();
     check_bias_inf();
+#if !MHA_NO_EXTRAS
+    check_16bit();
+#endif
     check_bad_input();
 
     big = shape_of(8, 8, 512, 512, 512, 64, 64, 512, 0);
