@@ -18,6 +18,13 @@
    fz_decode_status(), an independent predicate written from the README's
    decoding rules; on an error the cache and lengths are unchanged; on the
    fast path mha_decode agrees with mha_decode_reference.
+   After that, the input's next bytes may drive mha_backward on the same
+   case (fz_backward): d_out from the input, each input gradient wanted or
+   not, the workspace exact, short or missing; the status must be MHA_OK or
+   MHA_ERR_WORKSPACE as predicted (the forward took the rest), nothing is
+   written on an error, finite data gives finite gradients, and d_values is
+   checked exactly where the loss sum(d_out out) is linear: along a direction
+   delta of the values, the double forward's loss changes by <d_values, delta>.
    A failed check aborts, which libFuzzer reports with the input.
    Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
    runs the committed corpus through the same function without libFuzzer. */
@@ -32,7 +39,8 @@
 #include "predicate.h" /* fuzz_expected_status, fz_decode_status */
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
-unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode;
+unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
+    fuzz_count_backward;
 
 typedef struct fuzz_reader {
     const uint8_t *p;
@@ -102,6 +110,72 @@ static float fz_value(fuzz_reader *r, int specials, int *finite) {
     } while (0)
 
 static float *fz_alloc(size_t count) { return (float *)malloc((count ? count : 1) * sizeof(float)); }
+
+/* mha_backward driven by the rest of the input (see the top): the case of
+   the forward just run (q, k, v of finite values unless finite is 0). */
+static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                        const float *q, const float *k, const float *v, const mha_mask *mask, int finite) {
+    const size_t nq = (size_t)batch * (size_t)n * (size_t)s->d_q, nk = (size_t)batch * (size_t)m * (size_t)s->d_k;
+    const size_t nv = (size_t)batch * (size_t)m * (size_t)s->d_v, no = (size_t)batch * (size_t)n * (size_t)s->p_o;
+    const size_t exact = mha_backward_workspace_size(s, batch, n, m);
+    float *dout, *dq, *dk, *dv, *v2;
+    uint8_t mode, want_in, *ws_block;
+    size_t bytes, off, j;
+    void *ws;
+    mha_status want, got;
+    int ok = 1;
+    if (fz_byte(r) % 2 == 0 || exact == 0) return; /* no backward this time */
+    mode = fz_byte(r);
+    want_in = fz_byte(r);
+    dout = fz_alloc(no);
+    for (j = 0; j < no; ++j) dout[j] = fz_value(r, 0, &ok);
+    dq = (want_in & 1) ? fz_alloc(nq) : NULL;
+    dk = (want_in & 2) ? fz_alloc(nk) : NULL;
+    dv = fz_alloc(nv);
+    for (j = 0; dq && j < nq; ++j) dq[j] = 7.0f; /* a canary: an error must leave it */
+    for (j = 0; dk && j < nk; ++j) dk[j] = 7.0f;
+    for (j = 0; j < nv; ++j) dv[j] = 7.0f;
+    bytes = (mode & 3) == 1 ? exact - 1 - (size_t)(mode >> 5) : exact;
+    off = (size_t)(mode >> 2) % 64u;
+    ws_block = (uint8_t *)malloc(off + bytes + 1);
+    ws = (mode & 3) == 2 && mode > 200 ? NULL : ws_block + off;
+    want = (mode & 3) == 1 || !ws ? MHA_ERR_WORKSPACE : MHA_OK;
+    got = mha_backward(s, w, batch, n, m, q, k, v, mask, dout, dq, dk, dv, NULL, ws, bytes);
+    if (got != want) FZ_FAIL("backward: status %d, predicted %d", (int)got, (int)want);
+    if (got != MHA_OK) {
+        for (j = 0; dq && j < nq; ++j) ok &= dq[j] == 7.0f;
+        for (j = 0; dk && j < nk; ++j) ok &= dk[j] == 7.0f;
+        for (j = 0; j < nv; ++j) ok &= dv[j] == 7.0f;
+        if (!ok) FZ_FAIL("backward: an error wrote a gradient");
+    } else if (finite && !fz_huge) {
+        double *o1 = (double *)malloc((no ? no : 1) * sizeof(double)), *o2 = (double *)malloc((no ? no : 1) * sizeof(double));
+        double change = 0.0, dot = 0.0, size = 0.0;
+        for (j = 0; dq && j < nq; ++j) ok &= isfinite(dq[j]);
+        for (j = 0; dk && j < nk; ++j) ok &= isfinite(dk[j]);
+        for (j = 0; j < nv; ++j) ok &= isfinite(dv[j]);
+        if (!ok) FZ_FAIL("backward: finite data gave a gradient that is not finite");
+        v2 = fz_alloc(nv); /* the values moved along delta (delta: the exact difference of the floats) */
+        for (j = 0; j < nv; ++j) v2[j] = v[j] + fz_value(r, 0, &ok) / 64.0f;
+        naive_forward(s, w, batch, n, m, q, k, v, mask, o1, NULL);
+        naive_forward(s, w, batch, n, m, q, k, v2, mask, o2, NULL);
+        for (j = 0; j < no; ++j) change += (double)dout[j] * (o2[j] - o1[j]);
+        for (j = 0; j < nv; ++j) {
+            dot += (double)dv[j] * ((double)v2[j] - (double)v[j]);
+            size += fabs((double)dv[j] * ((double)v2[j] - (double)v[j]));
+        }
+        if (fabs(change - dot) > 1e-4 * (1.0 + size))
+            FZ_FAIL("backward: <d_values, delta> = %.9g, the loss changed by %.9g", dot, change);
+        free(v2);
+        free(o1);
+        free(o2);
+    }
+    ++fuzz_count_backward;
+    free(dout);
+    free(dq);
+    free(dk);
+    free(dv);
+    free(ws_block);
+}
 
 /* A decoding call driven by the rest of the input (see the top). */
 static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch) {
@@ -424,7 +498,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(ref);
         free(ref_attn);
         ++fuzz_count_ok_compared;
-        if (!fz_huge && null_which == 0) fz_decode(&r, &s, &w, batch);
+        if (!fz_huge && null_which == 0) {
+            fz_decode(&r, &s, &w, batch);
+            fz_backward(&r, &s, &w, batch, n, m, q, k, v, use_mask ? &mask : NULL, finite);
+        }
     }
     for (i = 0; i < n_arr; ++i) free(arr[i]);
     free(lens);
