@@ -3091,29 +3091,19 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
         for (pp = 0; pp < c->pk; pp += MHA__VL) {
             kv = mha__vload_t(k, ct, pp);
             kw = mha__vload_t(k1, ct, pp);
-            qv = mha__vload(q[0] + pp);
-            a0 = mha__vfma(qv, kv, a0);
-            b0 = mha__vfma(qv, kw, b0);
-            qv = mha__vload(q[1] + pp);
-            a1 = mha__vfma(qv, kv, a1);
-            b1 = mha__vfma(qv, kw, b1);
-            qv = mha__vload(q[2] + pp);
-            a2 = mha__vfma(qv, kv, a2);
-            b2 = mha__vfma(qv, kw, b2);
-            qv = mha__vload(q[3] + pp);
-            a3 = mha__vfma(qv, kv, a3);
-            b3 = mha__vfma(qv, kw, b3);
+#define MHA__DEC_FMA2(r)                                                                                             \
+    qv = mha__vload(q[r] + pp);                                                                                      \
+    a##r = mha__vfma(qv, kv, a##r);                                                                                  \
+    b##r = mha__vfma(qv, kw, b##r);
+            MHA__DEC_FMA2(0) MHA__DEC_FMA2(1) MHA__DEC_FMA2(2) MHA__DEC_FMA2(3)
+#undef MHA__DEC_FMA2
         }
         mha__vhsum4(a0, a1, a2, a3, u4);
         mha__vhsum4(b0, b1, b2, b3, w4);
-        x[j] = c->scale * (0.0f + u4[0]);
-        x[MHA__DCH + j] = c->scale * (0.0f + u4[1]);
-        x[2 * MHA__DCH + j] = c->scale * (0.0f + u4[2]);
-        x[3 * MHA__DCH + j] = c->scale * (0.0f + u4[3]);
-        x[j + 1] = c->scale * (0.0f + w4[0]);
-        x[MHA__DCH + j + 1] = c->scale * (0.0f + w4[1]);
-        x[2 * MHA__DCH + j + 1] = c->scale * (0.0f + w4[2]);
-        x[3 * MHA__DCH + j + 1] = c->scale * (0.0f + w4[3]);
+        for (pp = 0; pp < 4; ++pp) { /* row pp's two scores (0 + s: the one-key loop's sum) */
+            x[pp * MHA__DCH + j] = c->scale * (0.0f + u4[pp]);
+            x[pp * MHA__DCH + j + 1] = c->scale * (0.0f + w4[pp]);
+        }
     }
     for (; j < cl; ++j) {
         const void *k = mha__elt(K, ct, j * c->pk);

@@ -42,12 +42,7 @@ def emit(group, name, S, w, q, k, v, mask, d_out, grads):
 
 
 def comp_case(group, name, S, B, n, m, mask=None, bias=True):
-    S = dict(S)
-    S.setdefault("kv_heads", 0)
-    mask = dict(mask or {})
-    for key in ("keep", "bias", "valid_lens"):
-        if callable(mask.get(key)):
-            mask[key] = mask[key](B, n, m)
+    S, mask = G.case_args(S, B, n, m, mask)
     w = G.make_weights(S, bias)
     q, k, v = G.rand(B, n, S["d_q"]), G.rand(B, m, S["d_k"]), G.rand(B, m, S["d_v"])
     d_out = G.rand(B, n, S["p_o"])

@@ -315,13 +315,19 @@ def torch_cases():
 
 # ---- float64 composition, for what nn.MultiheadAttention cannot express -------
 
-def comp_case(group, name, S, B, n, m, mask=None, bias=True, weights=False):
+def case_args(S, B, n, m, mask):
+    """A case's sizes (kv_heads 0 unless set) and mask (arrays drawn now where given as functions)."""
     S = dict(S)
     S.setdefault("kv_heads", 0)
     mask = dict(mask or {})
     for key in ("keep", "bias", "valid_lens"):
         if callable(mask.get(key)):
             mask[key] = mask[key](B, n, m)
+    return S, mask
+
+
+def comp_case(group, name, S, B, n, m, mask=None, bias=True, weights=False):
+    S, mask = case_args(S, B, n, m, mask)
     w = make_weights(S, bias)
     q, k, v = rand(B, n, S["d_q"]), rand(B, m, S["d_k"]), rand(B, m, S["d_v"])
     out, P = reference(S, w, q, k, v, mask)
@@ -370,14 +376,9 @@ def core_case(group, name, S, B, n, m, mask=None):
     """The attend stage on projected inputs (mha_attend): the float64 composition of
     reference() with identity projections and no biases, so that H (before W_o) is the
     output. The projected inputs are random float32, as a caller's GEMMs would give."""
-    S = dict(S)
-    S.setdefault("kv_heads", 0)
+    S, mask = case_args(S, B, n, m, mask)
     h, kv = S["heads"], S["kv_heads"] or S["heads"]
     S.update(d_q=h * S["p_q"], d_k=kv * S["p_k"], d_v=kv * S["p_v"], p_o=h * S["p_v"])
-    mask = dict(mask or {})
-    for key in ("keep", "bias", "valid_lens"):
-        if callable(mask.get(key)):
-            mask[key] = mask[key](B, n, m)
     full = make_weights(S, bias=False)
     w = {key: full[key] for key in ("a_q", "a_k", "a_v", "sinks") if key in full}
     eye = {"w_q": torch.eye(S["d_q"]), "w_k": torch.eye(S["d_k"]), "w_v": torch.eye(S["d_v"]),
