@@ -4097,13 +4097,27 @@ MHA__PRIVATE size_t mha__bwd_floats(const mha__ctx *c) {
     return mha__add(t, mha__mul(c->pa, mha__add(c->m, 2)));
 }
 
+/* The arrays of a backward call. */
+typedef struct mha__bwd {
+    const float *q, *k, *v, *dout;
+    float *dq, *dk, *dv;
+    const mha_grads *g;
+    float *kp, *vp, *dkp, *dvp, *pr, *raw, *qp, *dqp, *ho, *dh, *ak, *aq, *daq; /* the workspace's parts */
+} mha__bwd;
+
+/* The call state in the workspace (from its aligned start): the call's
+   mha__ctx, then its arrays (mha__bwd), each rounded up to the alignment;
+   the floats after them. Nothing of it lies on the stack while the work runs. */
+#define MHA__BWD_UP(x) (((x) + MHA_WORKSPACE_ALIGN - 1) / MHA_WORKSPACE_ALIGN * MHA_WORKSPACE_ALIGN)
+#define MHA__BWD_SELF (MHA__BWD_UP(sizeof(mha__ctx)) + MHA__BWD_UP(sizeof(mha__bwd)))
+
 /* The sizes of a backward call and its workspace bytes (*bytes SIZE_MAX on
    an overflow, of the workspace or of any array of the call). */
 MHA__PRIVATE int mha__bwd_setup(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                 int32_t m, size_t *bytes) {
     int st = mha__setup(c, shape, w);
     if (st != MHA_OK || (st = mha__counts(c, batch, n, m)) != MHA_OK) return st;
-    *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN);
+    *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN + MHA__BWD_SELF);
     if ((*bytes & 1u) || mha__layout(c, NULL) == SIZE_MAX) *bytes = SIZE_MAX;
     return MHA_OK;
 }
@@ -4113,16 +4127,8 @@ MHA__PRIVATE void mha__zero(float *x, size_t n) {
     for (i = 0; i < n; ++i) x[i] = 0.0f;
 }
 
-/* The arrays of a backward call. */
-typedef struct mha__bwd {
-    const float *q, *k, *v, *dout;
-    float *dq, *dk, *dv;
-    const mha_grads *g;
-    float *kp, *vp, *dkp, *dvp, *pr, *raw, *qp, *dqp, *ho, *dh, *ak, *aq, *daq; /* the workspace's parts */
-} mha__bwd;
-
 /* Step 2 for query row t of batch entry b, head i. */
-MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, size_t t, size_t i) {
+MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, size_t t, size_t i) {
     static const float one = 1.0f;
     const float ninf = -(FLT_MAX * 2.0f);
     const mha_weights *w = c->w;
@@ -4245,7 +4251,7 @@ MHA__PRIVATE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, s
 /* Step 3: x's gradient ([m][p] at dx, rows of the projection's weight
    starting at o0) through W (rows [..][d]) into the weight's and bias's
    gradients and the inputs' (din, [m][d], NULL: not wanted). */
-MHA__PRIVATE void mha__bwd_proj(size_t m, size_t p, size_t d, const float *x, const float *dx, const void *W,
+MHA__PRIVATE MHA__NOINLINE void mha__bwd_proj(size_t m, size_t p, size_t d, const float *x, const float *dx, const void *W,
                                 int type, size_t o0, float *gw, float *gb, float *din) {
     size_t j, a, e;
     for (j = 0; j < m; ++j)
@@ -4271,7 +4277,7 @@ MHA__PRIVATE void mha__bwd_rope(const mha__ctx *c, float *x, int sign) {
 #endif
 }
 
-MHA__PRIVATE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
+MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
     const size_t m = c->m, pk = c->pk, pv = c->pv;
     const mha_grads *g = B->g;
     size_t b, gi, l, t;
@@ -4321,34 +4327,57 @@ MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch,
     return bytes == SIZE_MAX ? 0 : bytes;
 }
 
-MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
-                               const float *queries, const float *keys, const float *values, const mha_mask *mask,
-                               const float *d_out, float *d_queries, float *d_keys, float *d_values,
-                               const mha_grads *grads, void *workspace, size_t workspace_bytes) {
+/* mha_backward up to the work: the sizes and checks in the order of the
+   error table, then the call state into the workspace; MHA__RUN (also for
+   n = 0: the inputs' gradients are then 0) or the error. Kept out of line,
+   so that its frame (the mha__ctx it checks) is gone when the work runs. */
+MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                             int32_t m, const float *queries, const float *keys, const float *values,
+                                             const mha_mask *mask, const float *d_out, float *d_queries,
+                                             float *d_keys, float *d_values, const mha_grads *grads,
+                                             void *workspace, size_t workspace_bytes) {
     mha__ctx c;
-    mha__bwd B;
-    size_t bytes;
+    mha__bwd *B;
+    unsigned char *ws;
+    size_t bytes, k;
     int st = mha__bwd_setup(&c, shape, w, batch, n, m, &bytes);
-    if (st != MHA_OK) return (mha_status)st;
+    if (st != MHA_OK) return st;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !queries || !keys || !values || !d_out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
         return MHA_ERR_NULL;
     c.mask = mask;
     if (mask && mask->bias && mha__layout(&c, NULL) == SIZE_MAX) bytes = SIZE_MAX; /* the bias array's bytes */
     st = mha__check(&c, bytes, workspace_bytes, workspace);
-    if (st != MHA__RUN && st != MHA_OK) return (mha_status)st;
-    B.q = queries;
-    B.k = keys;
-    B.v = values;
-    B.dout = d_out;
-    B.dq = d_queries;
-    B.dk = d_keys;
-    B.dv = d_values;
-    B.g = grads;
+    if (st != MHA__RUN && st != MHA_OK) return st;
+    ws = (unsigned char *)mha__align(workspace);
+    for (k = 0; k < sizeof c; ++k) /* byte by byte (no memcpy call), as mha__layout keeps it */
+        ((volatile unsigned char *)ws)[k] = ((const unsigned char *)&c)[k];
+    B = (mha__bwd *)(void *)(ws + MHA__BWD_UP(sizeof(mha__ctx)));
+    B->q = queries;
+    B->k = keys;
+    B->v = values;
+    B->dout = d_out;
+    B->dq = d_queries;
+    B->dk = d_keys;
+    B->dv = d_values;
+    B->g = grads;
+    return MHA__RUN;
+}
+
+MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                               const float *queries, const float *keys, const float *values, const mha_mask *mask,
+                               const float *d_out, float *d_queries, float *d_keys, float *d_values,
+                               const mha_grads *grads, void *workspace, size_t workspace_bytes) {
+    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, d_out, d_queries, d_keys, d_values,
+                            grads, workspace, workspace_bytes);
+    unsigned char *ws;
+    if (st != MHA__RUN) return (mha_status)st;
+    ws = (unsigned char *)mha__align(workspace);
 #if !MHA_NO_EXTRAS
-    if (MHA__ROPE(&c)) mha__rope_base(&c);
+    if (MHA__ROPE((const mha__ctx *)(void *)ws)) mha__rope_base((mha__ctx *)(void *)ws);
 #endif
-    mha__bwd_run(&c, &B, mha__align(workspace)); /* n = 0: the inputs' gradients 0, nothing added */
+    mha__bwd_run((const mha__ctx *)(void *)ws, (mha__bwd *)(void *)(ws + MHA__BWD_UP(sizeof(mha__ctx))),
+                 (float *)(void *)(ws + MHA__BWD_SELF));
     return MHA_OK;
 }
 
