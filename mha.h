@@ -4269,7 +4269,11 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_proj(size_t m, size_t p, size_t d, cons
 MHA__PRIVATE void mha__bwd_rope(const mha__ctx *c, float *x, int sign) {
 #if !MHA_NO_EXTRAS
     size_t j;
-    for (j = 0; j < c->m && MHA__ROPE(c); ++j) mha__rope(c, x + j * c->pk, 1, 0, sign * (int64_t)j, NULL);
+    int64_t pos;
+    for (j = 0; j < c->m && MHA__ROPE(c); ++j) {
+        pos = (int64_t)j;
+        mha__rope(c, x + j * c->pk, 1, 0, sign < 0 ? -pos : pos, NULL);
+    }
 #else
     (void)c;
     (void)x;
