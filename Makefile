@@ -203,7 +203,10 @@ models: | $(BUILD)
 
 examples: $(EXBINS) $(MODELS)
 
-test: all
+# make test builds its programs on every core (JOBS, default nproc), then runs them one by one
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+test:
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
