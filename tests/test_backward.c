@@ -261,42 +261,28 @@ static void check_16bit(void) {
         const int32_t type = ti ? MHA_BF16 : MHA_F16;
         fd_case fc;
         mha_weight_counts wc;
-        mha_weights w16, w32;
+        tu_w16 b;
         mha_grads g16, g32;
-        uint16_t *h[4];
-        float *f[4], *gr[2][4], *dq[2];
-        const void *src[4];
-        size_t counts[4], k, i, bytes = mha_backward_workspace_size(&s, 2, 3, 4), nq;
+        float *gr[2][4], *dq[2];
+        size_t counts[4], k, bytes = mha_backward_workspace_size(&s, 2, 3, 4), nq;
         void *ws = malloc(bytes);
         int same = 1, v;
         make_case(&fc, &s, 2, 3, 4, 1);
         mha_weight_counts_get(&s, &wc);
         counts[0] = wc.w_q; counts[1] = wc.w_k; counts[2] = wc.w_v; counts[3] = wc.w_o;
-        src[0] = fc.p.w.w_q; src[1] = fc.p.w.w_k; src[2] = fc.p.w.w_v; src[3] = fc.p.w.w_o;
-        for (k = 0; k < 4; ++k) {
-            h[k] = (uint16_t *)malloc(counts[k] * sizeof(uint16_t));
-            f[k] = (float *)malloc(counts[k] * sizeof(float));
-            for (i = 0; i < counts[k]; ++i) {
-                const float x = ((const float *)src[k])[i];
-                h[k][i] = type == MHA_F16 ? mha_f16_from_f32(x) : mha_bf16_from_f32(x);
-                f[k][i] = type == MHA_F16 ? mha_f32_from_f16(h[k][i]) : mha_f32_from_bf16(h[k][i]);
-            }
+        tu_w16_make(&b, &s, &fc.p.w, type);
+        for (k = 0; k < 4; ++k)
             for (v = 0; v < 2; ++v) gr[v][k] = tu_floats(counts[k], 0.0f);
-        }
         nq = (size_t)2 * 3 * (size_t)s.d_q;
         dq[0] = tu_floats(nq, 0.0f);
         dq[1] = tu_floats(nq, 0.0f);
-        w16 = w32 = fc.p.w;
-        w16.w_q = h[0]; w16.w_k = h[1]; w16.w_v = h[2]; w16.w_o = h[3];
-        w16.type = type;
-        w32.w_q = f[0]; w32.w_k = f[1]; w32.w_v = f[2]; w32.w_o = f[3];
         memset(&g16, 0, sizeof g16);
         memset(&g32, 0, sizeof g32);
         g16.w_q = gr[0][0]; g16.w_k = gr[0][1]; g16.w_v = gr[0][2]; g16.w_o = gr[0][3];
         g32.w_q = gr[1][0]; g32.w_k = gr[1][1]; g32.w_v = gr[1][2]; g32.w_o = gr[1][3];
-        CHECK(mha_backward(&s, &w16, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[0], NULL, NULL, &g16, ws,
+        CHECK(mha_backward(&s, &b.w16, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[0], NULL, NULL, &g16, ws,
                            bytes) == MHA_OK &&
-                  mha_backward(&s, &w32, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[1], NULL, NULL, &g32, ws,
+                  mha_backward(&s, &b.w32, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[1], NULL, NULL, &g32, ws,
                                bytes) == MHA_OK,
               "16-bit weights: calls");
         for (k = 0; k < 4; ++k) same &= memcmp(gr[0][k], gr[1][k], counts[k] * sizeof(float)) == 0;
@@ -304,8 +290,9 @@ static void check_16bit(void) {
         CHECK(same, "%s weights: the gradients of float weights of the same values, bit for bit",
               ti ? "bf16" : "f16");
         for (k = 0; k < 4; ++k) {
-            free(h[k]); free(f[k]); free(gr[0][k]); free(gr[1][k]);
+            free(gr[0][k]); free(gr[1][k]);
         }
+        tu_w16_free(&b);
         free(dq[0]); free(dq[1]); free(ws);
         tu_problem_free(&fc.p);
     }

@@ -34,41 +34,10 @@ int main(void) {
 
 static double worst_seen, worst_ref;
 
-/* bf16 copies of p's four weight matrices (h) and their exact float values (f). */
-typedef struct bfw {
-    uint16_t *h[4];
-    float *f[4];
-    mha_weights w16, w32;
-} bfw;
-
-static void bfw_make(bfw *b, const tu_problem *p) {
-    mha_weight_counts wc;
-    const void *src[4];
-    size_t counts[4], k, i;
-    mha_weight_counts_get(&p->s, &wc);
-    counts[0] = wc.w_q; counts[1] = wc.w_k; counts[2] = wc.w_v; counts[3] = wc.w_o;
-    src[0] = p->w.w_q; src[1] = p->w.w_k; src[2] = p->w.w_v; src[3] = p->w.w_o;
-    for (k = 0; k < 4; ++k) {
-        b->h[k] = (uint16_t *)malloc((counts[k] ? counts[k] : 1) * sizeof(uint16_t));
-        b->f[k] = (float *)malloc((counts[k] ? counts[k] : 1) * sizeof(float));
-        for (i = 0; i < counts[k]; ++i) {
-            b->h[k][i] = mha_bf16_from_f32(((const float *)src[k])[i]);
-            b->f[k][i] = mha_f32_from_bf16(b->h[k][i]);
-        }
-    }
-    b->w16 = b->w32 = p->w;
-    b->w16.w_q = b->h[0]; b->w16.w_k = b->h[1]; b->w16.w_v = b->h[2]; b->w16.w_o = b->h[3];
-    b->w16.type = MHA_BF16;
-    b->w32.w_q = b->f[0]; b->w32.w_k = b->f[1]; b->w32.w_v = b->f[2]; b->w32.w_o = b->f[3];
-}
-
-static void bfw_free(bfw *b) {
-    int k;
-    for (k = 0; k < 4; ++k) {
-        free(b->h[k]);
-        free(b->f[k]);
-    }
-}
+/* bf16 copies of p's weights (tu_w16: w16 holds them, w32 their float values). */
+typedef tu_w16 bfw;
+#define bfw_make(b, p) tu_w16_make(b, &(p)->s, &(p)->w, MHA_BF16)
+#define bfw_free(b) tu_w16_free(b)
 
 /* The worst |x - ref| / (1 + |ref|) over count outputs. */
 static double rel_err(const float *x, const double *ref, size_t count) {

@@ -139,6 +139,45 @@ TU_UNUSED static void tu_sinks(tu_problem *p, int on) {
     if (on & 8) p->w.sinks = tu_own(p, tu_floats((size_t)p->s.heads, 3.0f));
 }
 
+/* 16-bit copies (type MHA_F16 or MHA_BF16, rounded RNE) of the four weight
+   matrices of w, and float arrays of the same values: w16 and w32 are w with
+   them in place (16-bit tests compare the two). */
+typedef struct tu_w16 {
+    uint16_t *h[4];
+    float *f[4];
+    mha_weights w16, w32;
+} tu_w16;
+
+TU_UNUSED static void tu_w16_make(tu_w16 *b, const mha_shape *s, const mha_weights *w, int32_t type) {
+    mha_weight_counts wc;
+    const void *src[4];
+    size_t counts[4], k, i;
+    mha_weight_counts_get(s, &wc);
+    counts[0] = wc.w_q; counts[1] = wc.w_k; counts[2] = wc.w_v; counts[3] = wc.w_o;
+    src[0] = w->w_q; src[1] = w->w_k; src[2] = w->w_v; src[3] = w->w_o;
+    for (k = 0; k < 4; ++k) {
+        b->h[k] = (uint16_t *)malloc((counts[k] ? counts[k] : 1) * sizeof(uint16_t));
+        b->f[k] = (float *)malloc((counts[k] ? counts[k] : 1) * sizeof(float));
+        for (i = 0; i < counts[k]; ++i) {
+            const float x = ((const float *)src[k])[i];
+            b->h[k][i] = type == MHA_F16 ? mha_f16_from_f32(x) : mha_bf16_from_f32(x);
+            b->f[k][i] = type == MHA_F16 ? mha_f32_from_f16(b->h[k][i]) : mha_f32_from_bf16(b->h[k][i]);
+        }
+    }
+    b->w16 = b->w32 = *w;
+    b->w16.w_q = b->h[0]; b->w16.w_k = b->h[1]; b->w16.w_v = b->h[2]; b->w16.w_o = b->h[3];
+    b->w16.type = type;
+    b->w32.w_q = b->f[0]; b->w32.w_k = b->f[1]; b->w32.w_v = b->f[2]; b->w32.w_o = b->f[3];
+}
+
+TU_UNUSED static void tu_w16_free(tu_w16 *b) {
+    int k;
+    for (k = 0; k < 4; ++k) {
+        free(b->h[k]);
+        free(b->f[k]);
+    }
+}
+
 TU_UNUSED static void tu_problem_free(tu_problem *p) {
     int i;
     for (i = 0; i < p->n_owned; ++i) free(p->owned[i]);
