@@ -789,6 +789,7 @@ MHA__PRIVATE float mha__sqrtf(float x) {
    stays SIZE_MAX through later products (SIZE_MAX * 0 is 0, as the true
    product is) and sums. A byte count is a multiple of 4, so its low bit is
    set only when it saturated. */
+#define MHA__UP(x, k) (((x) + (k) - 1) / (k) * (k)) /* x rounded up to a multiple of k */
 MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 
@@ -2122,7 +2123,6 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     }
 }
 
-#define MHA__UP(x, k) (((x) + (k) - 1) / (k) * (k))
 
 /* Packed weights (mha_pack_weights): a header of the sizes they were made
    for, then for each kv head g W_k^(g) and W_v^(g), then for each head i
@@ -4108,8 +4108,8 @@ typedef struct mha__bwd {
 /* The call state in the workspace (from its aligned start): the call's
    mha__ctx, then its arrays (mha__bwd), each rounded up to the alignment;
    the floats after them. Nothing of it lies on the stack while the work runs. */
-#define MHA__BWD_UP(x) (((x) + MHA_WORKSPACE_ALIGN - 1) / MHA_WORKSPACE_ALIGN * MHA_WORKSPACE_ALIGN)
-#define MHA__BWD_SELF (MHA__BWD_UP(sizeof(mha__ctx)) + MHA__BWD_UP(sizeof(mha__bwd)))
+#define MHA__BWD_CTX MHA__UP(sizeof(mha__ctx), MHA_WORKSPACE_ALIGN)
+#define MHA__BWD_SELF (MHA__BWD_CTX + MHA__UP(sizeof(mha__bwd), MHA_WORKSPACE_ALIGN))
 
 /* The sizes of a backward call and its workspace bytes (*bytes SIZE_MAX on
    an overflow, of the workspace or of any array of the call). */
@@ -4356,7 +4356,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_
     ws = (unsigned char *)mha__align(workspace);
     for (k = 0; k < sizeof c; ++k) /* byte by byte (no memcpy call), as mha__layout keeps it */
         ((volatile unsigned char *)ws)[k] = ((const unsigned char *)&c)[k];
-    B = (mha__bwd *)(void *)(ws + MHA__BWD_UP(sizeof(mha__ctx)));
+    B = (mha__bwd *)(void *)(ws + MHA__BWD_CTX);
     B->q = queries;
     B->k = keys;
     B->v = values;
@@ -4380,7 +4380,7 @@ MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int
 #if !MHA_NO_EXTRAS
     if (MHA__ROPE((const mha__ctx *)(void *)ws)) mha__rope_base((mha__ctx *)(void *)ws);
 #endif
-    mha__bwd_run((const mha__ctx *)(void *)ws, (mha__bwd *)(void *)(ws + MHA__BWD_UP(sizeof(mha__ctx))),
+    mha__bwd_run((const mha__ctx *)(void *)ws, (mha__bwd *)(void *)(ws + MHA__BWD_CTX),
                  (float *)(void *)(ws + MHA__BWD_SELF));
     return MHA_OK;
 }
