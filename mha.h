@@ -464,6 +464,15 @@ MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int
 /* Workspace bytes of mha_backward (0 for a bad shape or an overflow), at
    any alignment: no n x m term. */
 MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+/* The reference path, always compiled: mha_backward's contract, computed a
+   query row at a time by plain loops (the oracle of the fast path), with
+   its own workspace size. Under MHA_FAST 0 mha_backward runs it too. */
+MHADEF mha_status mha_backward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                         int32_t m, const float *queries, const float *keys, const float *values,
+                                         const mha_mask *mask, const float *d_out, float *d_queries,
+                                         float *d_keys, float *d_values, const mha_grads *grads, void *workspace,
+                                         size_t workspace_bytes);
+MHADEF size_t mha_backward_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 
 /* 16-bit floats: IEEE binary16 (f16) and bfloat16 (bf16), as their bits in a
    uint16_t, to and from float, bit for bit the same on every target (no FPU
@@ -2512,6 +2521,32 @@ MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, floa
 }
 #endif
 
+/* The rules on a row's block of scores x[0..cp) (cp a multiple of VL), of
+   which the first vis are in the row's visible range: times scale, then
+   (soft-cap and ALiBi, d0 as mha__fast_extras takes it,) keep's masked keys
+   -inf and bias added; -inf past vis. keep and bias: the row's, at the
+   block's first key, or NULL. */
+MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_t cp, const uint8_t *keep,
+                                  const float *bias, float scale, float slope, int64_t d0) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    size_t j = 0;
+#if !MHA_NO_EXTRAS
+    if (MHA__EXTRAS(c)) {
+        mha__fast_extras(c, x, vis, scale, slope, d0);
+        for (; j < vis && (keep || bias); ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
+        j = vis;
+    }
+#else
+    (void)c;
+    (void)slope;
+    (void)d0;
+#endif
+    if (!keep && !bias)
+        for (; j + MHA__VL <= vis; j += MHA__VL) mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
+    for (; j < vis; ++j) x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
+    for (; j < cp; ++j) x[j] = ninf;
+}
+
 /* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
    block's product pt is summed from zero and added to ot with compensation
    oc (as the reference path adds its blocks), so that the error does not
@@ -2595,12 +2630,14 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
 #if MHA_NO_EXTRAS
+    const float slope = 0.0f;
 #define MHA__TILE_SINK(r) ninf
 #else
     const float slope = MHA__SLOPE(c, i);
     const int extras = MHA__EXTRAS(c);
 #define MHA__TILE_SINK(r) mha__row_sink(c, i, slope, MHA__QPOS(c, t0 + (r)))
 #endif
+    int64_t d0 = 0;
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
     mha__gemm_args ga;
@@ -2650,21 +2687,13 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                     for (j = 0; j < cl; ++j) x[j] = 0.0f;
                     continue;
                 }
-                j = 0; /* scale, (soft-cap, ALiBi,) mask and bias */
 #if !MHA_NO_EXTRAS
                 if (extras) {
                     const int64_t qpos = MHA__QPOS(c, t0 + r);
-                    mha__fast_extras(c, x, vis, scale, slope, qpos - MHA__DREF(c, qpos) - (int64_t)j0);
-                    for (; j < vis && (keep || bias); ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
-                    j = vis;
+                    d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
                 }
 #endif
-                if (!keep && !bias)
-                    for (; j + MHA__VL <= vis; j += MHA__VL)
-                        mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
-                for (; j < vis; ++j)
-                    x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
-                for (; j < cp; ++j) x[j] = ninf;
+                mha__fast_rules(c, x, vis, cp, keep, bias, scale, slope, d0);
                 if (pass == 0) {
                     mx[r] = mha__max(x, cl, mx[r]);
                     continue;
@@ -4111,17 +4140,6 @@ typedef struct mha__bwd {
 #define MHA__BWD_CTX MHA__UP(sizeof(mha__ctx), MHA_WORKSPACE_ALIGN)
 #define MHA__BWD_SELF (MHA__BWD_CTX + MHA__UP(sizeof(mha__bwd), MHA_WORKSPACE_ALIGN))
 
-/* The sizes of a backward call and its workspace bytes (*bytes SIZE_MAX on
-   an overflow, of the workspace or of any array of the call). */
-MHA__PRIVATE int mha__bwd_setup(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
-                                int32_t m, size_t *bytes) {
-    int st = mha__setup(c, shape, w);
-    if (st != MHA_OK || (st = mha__counts(c, batch, n, m)) != MHA_OK) return st;
-    *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN + MHA__BWD_SELF);
-    if ((*bytes & 1u) || mha__layout(c, NULL) == SIZE_MAX) *bytes = SIZE_MAX;
-    return MHA_OK;
-}
-
 MHA__PRIVATE void mha__zero(float *x, size_t n) {
     size_t i;
     for (i = 0; i < n; ++i) x[i] = 0.0f;
@@ -4324,27 +4342,450 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, flo
     }
 }
 
-MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+#if MHA_FAST
+/* ---- training: the backward pass (fast) -----------------------------------
+   The reference's gradients from GEMMs on blocks (dot scoring; additive
+   scoring and the soft-cap take the reference path). For batch entry b and
+   kv head g the keys go in chunks of mc (all m keys when m <= MHA__BWC):
+     1. K_c [mc][p_k] (rotated), V_c [mc][p_v] projected and packed as B
+        panels four ways (K_c^T, K_c, V_c^T, V_c); dK_c, dV_c from 0;
+     2. per head i of the group and block of rv <= BR query rows:
+          Q [rv][p_q] = X_q W_q^(i)^T + b_q (rotated), dH [rv][p_v] = dOut W_o^(i),
+          S [rv][mc] = scale Q K_c^T under the rules (mha__fast_rules),
+          P = softmax(S) (one chunk), or exp(S - max) / sum from the row's
+              statistics (several chunks: passes 1 and 2 found them),
+          dP = dH V_c^T, D = rowsum(P o dP) (one chunk; else pass 2's),
+          gW_o^(i) += dOut^T (P V_c), dS = scale P o (dP - D),
+          dV_c += P^T dH, dK_c += dS^T Q, dQ = dS K_c, and dQ back through
+          the rotation and W_q^(i) (d_queries, gW_q, gb_q);
+     3. dK_c (back through the rotation) and dV_c through W_k^(g), W_v^(g).
+   With several chunks, pass 1 finds each row's max and sum over the chunks
+   (online) and pass 2 its D; pass 3 is steps 1-3. The workspace has no term
+   in n x m, none in m x p beyond a chunk, and n only in those statistics. */
+#define MHA__BR ((size_t)8 * MHA__MR) /* query rows per block */
+#define MHA__BWC ((size_t)1024)       /* keys up to this many: one chunk */
+#define MHA__BWCS ((size_t)256)       /* else chunks of this many keys */
+#define MHA__CB ((size_t)4 * MHA__NR) /* columns of B packed at a time */
+/* Whether the fast path runs a backward call: dot scoring without the
+   soft-cap, and something to compute (n, m >= 1). */
+#if MHA_NO_EXTRAS
+#define mha__bwf_runs(c) (!MHA__ADDITIVE(c) && (c)->n > 0 && (c)->m > 0)
+#else
+#define mha__bwf_runs(c) (!MHA__ADDITIVE(c) && MHA__CAP(c) == 0.0f && (c)->n > 0 && (c)->m > 0)
+#endif
+
+typedef struct mha__bwf {
+    const mha__ctx *c;
+    const mha__bwd *B;
+    size_t mc, mcp, b, g, j0, cl;  /* keys per chunk, mc rounded up to VL; the batch entry, kv head, chunk */
+    int pass;                      /* 0: one chunk; several: 1 statistics, 2 D, 3 the gradients */
+    float *kt, *kn, *vt, *vn;      /* K_c^T [p_k][mc], K_c [mc][p_k], V_c^T, V_c: B panels */
+    float *kc, *vc, *dkc, *dvc;    /* [mc][p_k], [mc][p_v] */
+    float *wq, *wqn, *wo;          /* W_q^(i)^T [d_q][p_q], W_q^(i) [p_q][d_q], W_o^(i) [p_o][p_v]: B panels */
+    float *s, *ds;                 /* [BR][mcp]: S, then P; dP, then dS */
+    float *qp, *dh, *ho, *dqp;     /* [BR][p]: Q, dH, P V_c, dQ */
+    float *pa, *pb, *tail;         /* A transposed; B packed CB columns at a time; [MR][KC] */
+    float *mx, *l, *dd;            /* several chunks: [grp][n] each row's max, sum and D */
+} mha__bwf;
+
+/* The call state: mha__bwd's, then mha__bwf, then the floats. */
+#define MHA__BWF_SELF (MHA__BWD_SELF + MHA__UP(sizeof(mha__bwf), MHA_WORKSPACE_ALIGN))
+
+/* Bytes of the fast backward's parts (SIZE_MAX on overflow); with ws (64-byte
+   aligned) given, also the parts. */
+MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
+    const size_t mc = c->m <= MHA__BWC ? c->m : MHA__BWCS, mcn = MHA__UP(mc, MHA__NR), BR = MHA__BR;
+    size_t sz[21], k, t, kmax, ra, rb;
+    float **ptr[21];
+    f->c = c;
+    f->mc = mc;
+    f->mcp = MHA__UP(mc, MHA__VL);
+    sz[0] = mha__mul(mcn, c->pk);
+    sz[1] = mha__mul(MHA__UP(c->pk, MHA__NR), mc);
+    sz[2] = mha__mul(mcn, c->pv);
+    sz[3] = mha__mul(MHA__UP(c->pv, MHA__NR), mc);
+    sz[4] = sz[6] = mha__mul(mc, c->pk);
+    sz[5] = sz[7] = mha__mul(mc, c->pv);
+    sz[8] = mha__mul(MHA__UP(c->pq, MHA__NR), c->dq);
+    sz[9] = mha__mul(MHA__UP(c->dq, MHA__NR), c->pq);
+    sz[10] = mha__mul(MHA__UP(c->pv, MHA__NR), c->po);
+    sz[11] = sz[12] = mha__mul(BR, f->mcp);
+    sz[13] = sz[16] = BR * c->pq;
+    sz[14] = sz[15] = BR * c->pv;
+    ra = c->po > mc ? c->po : mc;
+    ra = ra > c->pq ? ra : c->pq;
+    rb = c->pk > c->pv ? c->pk : c->pv;
+    sz[17] = mha__mul(MHA__UP(ra, MHA__MR), BR);
+    t = mha__mul(MHA__UP(rb, MHA__MR), mc);
+    if (t > sz[17]) sz[17] = t;
+    kmax = BR > mc ? BR : mc;
+    for (k = 0; k < 9; ++k) { /* dq .. po, the other sizes a packed B has as its k */
+        t = (&c->dq)[k];
+        if (t > kmax) kmax = t;
+    }
+    sz[18] = mha__mul(MHA__CB, kmax);
+    sz[19] = MHA__MR * MHA__KC;
+    sz[20] = c->m <= MHA__BWC ? 0 : mha__mul(3, mha__mul(c->grp, c->n));
+    ptr[0] = &f->kt; ptr[1] = &f->kn; ptr[2] = &f->vt; ptr[3] = &f->vn; ptr[4] = &f->kc; ptr[5] = &f->vc;
+    ptr[6] = &f->dkc; ptr[7] = &f->dvc; ptr[8] = &f->wq; ptr[9] = &f->wqn; ptr[10] = &f->wo; ptr[11] = &f->s;
+    ptr[12] = &f->ds; ptr[13] = &f->qp; ptr[14] = &f->dh; ptr[15] = &f->ho; ptr[16] = &f->dqp; ptr[17] = &f->pa;
+    ptr[18] = &f->pb; ptr[19] = &f->tail; ptr[20] = &f->mx;
+    t = mha__parts_at(ws, sz, ptr, 21);
+    if (ws) {
+        f->l = f->mx + c->grp * c->n;
+        f->dd = f->l + c->grp * c->n;
+    }
+    return t;
+}
+
+/* Packs B = W [k][cols] (row-major, row stride ldw, of element type `type`)
+   as panels of NR columns, panel q [k][NR] at bp + q k NR, 0 past cols. */
+MHA__PRIVATE void mha__pack_n(const void *w, int type, size_t ldw, size_t k, size_t cols, float *bp) {
+    size_t q, i, l, nl;
+    for (q = 0; q * MHA__NR < cols; ++q, bp += k * MHA__NR) {
+        nl = cols - q * MHA__NR < MHA__NR ? cols - q * MHA__NR : MHA__NR;
+        for (i = 0; i < k; ++i) {
+            float *o = bp + i * MHA__NR;
+            if (type == MHA_F32)
+                mha__copy(o, (const float *)w + i * ldw + q * MHA__NR, nl);
+            else
+                for (l = 0; l < nl; ++l) o[l] = mha__elt_f32(w, type, i * ldw + q * MHA__NR + l);
+            for (l = nl; l < MHA__NR; ++l) o[l] = 0.0f;
+        }
+    }
+}
+
+/* C [rows][cols] (=, or += with acc) A B (+ bias on columns), with A
+   [rows][k] row-major (lda), or given as A^T [k][rows] (ta: copied into pa,
+   padded to MR rows); B from b at element bo, of type bt: [k][cols]
+   (row stride ldb), or given as B^T [cols][k] (tb); packed into pb CB
+   columns at a time. */
+MHA__PRIVATE void mha__bwf_mm(const mha__bwf *f, size_t rows, size_t cols, size_t k, const float *a, size_t lda,
+                              int ta, const void *b, int bt, size_t bo, size_t ldb, int tb, float *c, size_t ldc,
+                              int acc, const float *bias) {
+    mha__gemm_args ga;
+    size_t c0, cw, r, e;
+    if (rows == 0 || cols == 0) return;
+    if (ta) {
+        for (e = 0; e < k; ++e)
+            for (r = 0; r < rows; ++r) f->pa[r * k + e] = a[e * lda + r];
+        for (r = rows * k; r < MHA__UP(rows, MHA__MR) * k; ++r) f->pa[r] = 0.0f;
+        a = f->pa;
+        lda = k;
+    }
+    for (c0 = 0; c0 < cols; c0 += MHA__CB) {
+        cw = cols - c0 < MHA__CB ? cols - c0 : MHA__CB;
+        if (tb)
+            mha__pack_t(mha__elt(b, bt, bo + c0 * ldb), bt, ldb, cw, k, f->pb);
+        else
+            mha__pack_n(mha__elt(b, bt, bo + c0), bt, ldb, k, cw, f->pb);
+        ga = mha__mm(rows, cw, k, a, lda, f->pb, c + c0, ldc);
+        ga.acc = acc;
+        ga.tail = f->tail;
+        ga.bias = bias ? bias + c0 : NULL;
+        mha__gemm(&ga);
+    }
+}
+
+/* g[0..cols) += the column sums of x [rows][cols] (a bias's gradient). */
+MHA__PRIVATE void mha__colsum(float *g, const float *x, size_t rows, size_t cols, size_t ldx) {
+    size_t r, j;
+    for (r = 0; g && r < rows; ++r)
+        for (j = 0; j < cols; ++j) g[j] += x[r * ldx + j];
+}
+
+/* sum_j x[j] y[j], j < len */
+MHA__PRIVATE float mha__vdot(const float *x, const float *y, size_t len) {
+    mha__v acc = mha__vset(0.0f);
+    float s;
+    size_t j = 0;
+    for (; j + MHA__VL <= len; j += MHA__VL) acc = mha__vfma(mha__vload(x + j), mha__vload(y + j), acc);
+    s = mha__vhsum(acc);
+    for (; j < len; ++j) s += x[j] * y[j];
+    return s;
+}
+
+/* Step 2 for head l of the group, query rows t0 .. t0+rv-1 of the chunk. */
+MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t rv) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    const mha__ctx *c = f->c;
+    const mha__bwd *B = f->B;
+    const mha_grads *g = B->g;
+    const mha_mask *mask = c->mask;
+    const size_t i = f->g * c->grp + l, pq = c->pq, pv = c->pv, m = c->m, mcp = f->mcp, cl = f->cl, j0 = f->j0;
+    const size_t row0 = f->b * c->n + t0, cp = MHA__UP(cl, MHA__VL), at = l * c->n + t0;
+    const float *xq = B->q + row0 * c->dq, *dout = B->dout + row0 * c->po;
+    float slope = 0.0f, sw = 0.0f, D[MHA__BR], share[MHA__BR];
+    int64_t qpos = 0, d0 = 0;
+    size_t r, j;
+    mha__gemm_args ga;
+
+    /* Q [rv][p_q], rotated; dH [rv][p_v] (not in pass 1) */
+    ga = mha__mm(rv, pq, c->dq, xq, c->dq, f->wq, f->qp, pq);
+    ga.bias = c->w->b_q ? c->w->b_q + i * pq : NULL;
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+#if !MHA_NO_EXTRAS
+    slope = MHA__SLOPE(c, i);
+    for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->qp + r * pq, 1, 0, MHA__QPOS(c, t0 + r), NULL);
+#endif
+    if (f->pass != 1) {
+        ga = mha__mm(rv, pv, c->po, dout, c->po, f->wo, f->dh, pv);
+        ga.tail = f->tail;
+        mha__gemm(&ga);
+    }
+
+    /* S [rv][cl] under the rules, then P (pass 1: the statistics only) */
+    ga = mha__mm(rv, cl, c->pk, f->qp, pq, f->kt, f->s, mcp);
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+    for (r = 0; r < rv; ++r) {
+        float *x = f->s + r * mcp, sink = ninf, mx, sum;
+        const size_t hi = mha__visible(mask, f->b, row0 + r, t0 + r, m);
+        const size_t vis = hi <= j0 ? 0 : hi - j0 < cl ? hi - j0 : cl;
+#if !MHA_NO_EXTRAS
+        qpos = MHA__QPOS(c, t0 + r);
+        d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
+        sink = mha__row_sink(c, i, slope, qpos);
+#endif
+        mha__fast_rules(c, x, vis, cp, mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL,
+                        mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL, c->scale, slope, d0);
+        if (f->pass == 1) { /* the max and sum so far, online */
+            float *pm = f->mx + at + r, *ps = f->l + at + r, mnew = mha__rowmax(x, cp, *pm);
+            if (mnew == ninf) continue;
+            *ps = *ps * mha__weight(*pm, mnew) + mha__softmax(x, cp, mnew);
+            *pm = mnew;
+            continue;
+        }
+        if (f->pass == 0) {
+            mx = mha__rowmax(x, cp, sink);
+            sum = mha__softmax(x, cp, mx) + mha__weight(sink, mx);
+        } else {
+            mx = f->mx[at + r];
+            sum = f->l[at + r];
+            mha__softmax(x, cp, mx);
+        }
+        if (sum == 0.0f) sum = 1.0f; /* every key masked: P is 0 */
+        mha__vscale(x, cp, 1.0f / sum);
+        share[r] = mha__weight(sink, mx) / sum; /* the sink's share of the row, for its gradient */
+    }
+    if (f->pass == 1) return;
+
+    /* dP = dH V_c^T [rv][cl]; D (pass 2: added up and kept) */
+    ga = mha__mm(rv, cl, pv, f->dh, pv, f->vt, f->ds, mcp);
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+    for (r = 0; r < rv; ++r) {
+        const float d = mha__vdot(f->s + r * mcp, f->ds + r * mcp, cl);
+        if (f->pass == 2) {
+            f->dd[at + r] += d;
+            continue;
+        }
+        D[r] = f->pass == 0 ? d : f->dd[at + r];
+        if (j0 == 0) sw += share[r] * D[r];
+    }
+    if (f->pass == 2) return;
+#if !MHA_NO_EXTRAS
+    if (g && g->sinks && c->w->sinks) g->sinks[i] -= sw; /* the sink's dP is 0 */
+#endif
+
+    /* the output projection's gradients: gW_o^(i) += dOut^T (P V_c), gb_o once */
+    if (g && g->w_o) {
+        ga = mha__mm(rv, pv, cl, f->s, mcp, f->vn, f->ho, pv);
+        ga.tail = f->tail;
+        mha__gemm(&ga);
+        mha__bwf_mm(f, c->po, pv, rv, dout, c->po, 1, f->ho, MHA_F32, 0, pv, 0, g->w_o + i * pv, c->h * pv, 1,
+                    NULL);
+    }
+    if (g && i == 0 && j0 == 0) mha__colsum(g->b_o, dout, rv, c->po, c->po);
+
+    /* dS = scale P o (dP - D) in place of dP */
+    for (r = 0; r < rv; ++r) {
+        const float *p = f->s + r * mcp;
+        float *x = f->ds + r * mcp;
+        for (j = 0; j < cl; ++j) x[j] = p[j] == 0.0f ? 0.0f : c->scale * p[j] * (x[j] - D[r]);
+    }
+    /* dV_c += P^T dH, dK_c += dS^T Q, dQ = dS K_c */
+    mha__bwf_mm(f, cl, pv, rv, f->s, mcp, 1, f->dh, MHA_F32, 0, pv, 0, f->dvc, pv, 1, NULL);
+    mha__bwf_mm(f, cl, c->pk, rv, f->ds, mcp, 1, f->qp, MHA_F32, 0, pq, 0, f->dkc, c->pk, 1, NULL);
+    ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+#if !MHA_NO_EXTRAS
+    for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->dqp + r * pq, 1, 0, -MHA__QPOS(c, t0 + r), NULL);
+#endif
+    /* through W_q^(i): d_queries, gW_q, gb_q */
+    if (B->dq) {
+        ga = mha__mm(rv, c->dq, pq, f->dqp, pq, f->wqn, B->dq + row0 * c->dq, c->dq);
+        ga.acc = 1;
+        ga.tail = f->tail;
+        mha__gemm(&ga);
+    }
+    if (g && g->w_q)
+        mha__bwf_mm(f, pq, c->dq, rv, f->dqp, pq, 1, xq, MHA_F32, 0, c->dq, 0, g->w_q + i * pq * c->dq, c->dq, 1,
+                    NULL);
+    if (g) mha__colsum(g->b_q ? g->b_q + i * pq : NULL, f->dqp, rv, pq, pq);
+}
+
+/* Step 1 for keys j0 .. j0+cl-1 of the pass's batch entry and kv head: K_c
+   (rotated) and, but in pass 1, V_c, packed; in passes 0 and 3 dK_c, dV_c from 0. */
+MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
+    const mha__ctx *c = f->c;
+    const mha__bwd *B = f->B;
+    const int type = MHA__WTYPE(c);
+    const size_t cl = f->cl, pk = c->pk, pv = c->pv, at = f->b * c->m + f->j0;
+    size_t j;
+    mha__bwf_mm(f, cl, pk, c->dk, B->k + at * c->dk, c->dk, 0, c->w->w_k, type, f->g * pk * c->dk, c->dk, 1, f->kc,
+                pk, 0, c->w->b_k ? c->w->b_k + f->g * pk : NULL);
+#if !MHA_NO_EXTRAS
+    for (j = 0; j < cl && MHA__ROPE(c); ++j) mha__rope(c, f->kc + j * pk, 1, 0, (int64_t)(f->j0 + j), NULL);
+#endif
+    mha__pack_t(f->kc, MHA_F32, pk, cl, pk, f->kt);
+    if (f->pass == 1) return;
+    mha__pack_n(f->kc, MHA_F32, pk, cl, pk, f->kn);
+    mha__bwf_mm(f, cl, pv, c->dv, B->v + at * c->dv, c->dv, 0, c->w->w_v, type, f->g * pv * c->dv, c->dv, 1, f->vc,
+                pv, 0, c->w->b_v ? c->w->b_v + f->g * pv : NULL);
+    mha__pack_t(f->vc, MHA_F32, pv, cl, pv, f->vt);
+    mha__pack_n(f->vc, MHA_F32, pv, cl, pv, f->vn);
+    if (f->pass == 2) return;
+    for (j = 0; j < cl * pk; ++j) f->dkc[j] = 0.0f;
+    for (j = 0; j < cl * pv; ++j) f->dvc[j] = 0.0f;
+}
+
+/* Step 3: dK_c, dV_c through W_k^(g), W_v^(g) into d_keys, d_values and
+   the weights' gradients. */
+MHA__PRIVATE void mha__bwf_kv_back(mha__bwf *f) {
+    const mha__ctx *c = f->c;
+    const mha__bwd *B = f->B;
+    const mha_grads *g = B->g;
+    const int type = MHA__WTYPE(c);
+    const size_t cl = f->cl, pk = c->pk, pv = c->pv, at = f->b * c->m + f->j0;
+    size_t j;
+#if !MHA_NO_EXTRAS
+    for (j = 0; j < cl && MHA__ROPE(c); ++j) mha__rope(c, f->dkc + j * pk, 1, 0, -(int64_t)(f->j0 + j), NULL);
+#endif
+    if (B->dk)
+        mha__bwf_mm(f, cl, c->dk, pk, f->dkc, pk, 0, c->w->w_k, type, f->g * pk * c->dk, c->dk, 0,
+                    B->dk + at * c->dk, c->dk, 1, NULL);
+    if (B->dv)
+        mha__bwf_mm(f, cl, c->dv, pv, f->dvc, pv, 0, c->w->w_v, type, f->g * pv * c->dv, c->dv, 0,
+                    B->dv + at * c->dv, c->dv, 1, NULL);
+    if (!g) return;
+    if (g->w_k)
+        mha__bwf_mm(f, pk, c->dk, cl, f->dkc, pk, 1, B->k + at * c->dk, MHA_F32, 0, c->dk, 0,
+                    g->w_k + f->g * pk * c->dk, c->dk, 1, NULL);
+    if (g->w_v)
+        mha__bwf_mm(f, pv, c->dv, cl, f->dvc, pv, 1, B->v + at * c->dv, MHA_F32, 0, c->dv, 0,
+                    g->w_v + f->g * pv * c->dv, c->dv, 1, NULL);
+    mha__colsum(g->b_k ? g->b_k + f->g * pk : NULL, f->dkc, cl, pk, pk);
+    mha__colsum(g->b_v ? g->b_v + f->g * pv : NULL, f->dvc, cl, pv, pv);
+}
+
+/* One pass over the chunks of the pass's batch entry and kv head. */
+MHA__PRIVATE void mha__bwf_pass(mha__bwf *f, int pass) {
+    const mha__ctx *c = f->c;
+    const int type = MHA__WTYPE(c);
+    size_t l, t0, i;
+    f->pass = pass;
+    for (f->j0 = 0; f->j0 < c->m; f->j0 += f->mc) {
+        f->cl = c->m - f->j0 < f->mc ? c->m - f->j0 : f->mc;
+        mha__bwf_keys(f);
+        for (l = 0; l < c->grp; ++l) {
+            i = f->g * c->grp + l; /* head i's weights as panels */
+            mha__pack_t(mha__elt(c->w->w_q, type, i * c->pq * c->dq), type, c->dq, c->pq, c->dq, f->wq);
+            if (pass != 1) mha__pack_n(mha__elt(c->w->w_o, type, i * c->pv), type, c->h * c->pv, c->po, c->pv, f->wo);
+            if (pass == 0 || pass == 3)
+                mha__pack_n(mha__elt(c->w->w_q, type, i * c->pq * c->dq), type, c->dq, c->pq, c->dq, f->wqn);
+            for (t0 = 0; t0 < c->n; t0 += MHA__BR)
+                mha__bwf_block(f, l, t0, c->n - t0 < MHA__BR ? c->n - t0 : MHA__BR);
+        }
+        if (pass == 0 || pass == 3) mha__bwf_kv_back(f);
+    }
+}
+
+MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha__bwf *f, float *ws) {
+    const float ninf = -(FLT_MAX * 2.0f);
+    size_t b, l, t, at;
+    float sink = ninf;
+    mha__bwf_layout(f, c, ws);
+    f->B = B;
+    for (b = 0; b < c->batch; ++b) {
+        if (B->dq) mha__zero(B->dq + b * c->n * c->dq, c->n * c->dq);
+        if (B->dk) mha__zero(B->dk + b * c->m * c->dk, c->m * c->dk);
+        if (B->dv) mha__zero(B->dv + b * c->m * c->dv, c->m * c->dv);
+        f->b = b;
+        for (f->g = 0; f->g < c->kv; ++f->g) {
+            if (c->m <= MHA__BWC) {
+                mha__bwf_pass(f, 0);
+                continue;
+            }
+            for (l = 0; l < c->grp; ++l) /* each row's statistics start at its sink */
+                for (t = 0; t < c->n; ++t) {
+                    at = l * c->n + t;
+#if !MHA_NO_EXTRAS
+                    sink = mha__row_sink(c, f->g * c->grp + l, MHA__SLOPE(c, f->g * c->grp + l), MHA__QPOS(c, t));
+#endif
+                    f->mx[at] = sink;
+                    f->l[at] = sink == ninf ? 0.0f : 1.0f;
+                    f->dd[at] = 0.0f;
+                }
+            mha__bwf_pass(f, 1);
+            mha__bwf_pass(f, 2);
+            mha__bwf_pass(f, 3);
+        }
+    }
+    MHA__CLEAN();
+}
+#endif /* MHA_FAST */
+
+/* The sizes of a backward call and its workspace bytes (*bytes SIZE_MAX on
+   an overflow, of the workspace or of any array of the call): the fast
+   path's where it runs the call (mha__bwf_runs), else the reference's. */
+MHA__PRIVATE int mha__bwd_setup(mha__ctx *c, const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                int32_t m, int fast, size_t *bytes) {
+    int st = mha__setup(c, shape, w);
+    if (st != MHA_OK || (st = mha__counts(c, batch, n, m)) != MHA_OK) return st;
+    *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN + MHA__BWD_SELF);
+#if MHA_FAST
+    if (fast && mha__bwf_runs(c)) {
+        mha__bwf f;
+        *bytes = mha__add(mha__bwf_layout(&f, c, NULL), MHA__BWF_SELF);
+    }
+#else
+    (void)fast;
+#endif
+    if ((*bytes & 1u) || mha__layout(c, NULL) == SIZE_MAX) *bytes = SIZE_MAX;
+    return MHA_OK;
+}
+
+MHA__PRIVATE size_t mha__bwd_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m, int fast) {
     mha__ctx c;
     size_t bytes;
-    if (mha__bwd_setup(&c, shape, &mha__no_weights, batch, n, m, &bytes) != MHA_OK) return 0;
+    if (mha__bwd_setup(&c, shape, &mha__no_weights, batch, n, m, fast, &bytes) != MHA_OK) return 0;
     return bytes == SIZE_MAX ? 0 : bytes;
+}
+MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    return mha__bwd_size(shape, batch, n, m, 1);
+}
+MHADEF size_t mha_backward_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    return mha__bwd_size(shape, batch, n, m, 0);
 }
 
 /* mha_backward up to the work: the sizes and checks in the order of the
    error table, then the call state into the workspace; MHA__RUN (also for
-   n = 0: the inputs' gradients are then 0) or the error. Kept out of line,
+   n = 0: the inputs' gradients are then 0) or the error; fast: the fast
+   path's workspace where it runs the call. Kept out of line,
    so that its frame (the mha__ctx it checks) is gone when the work runs. */
 MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                              int32_t m, const float *queries, const float *keys, const float *values,
                                              const mha_mask *mask, const float *d_out, float *d_queries,
                                              float *d_keys, float *d_values, const mha_grads *grads,
-                                             void *workspace, size_t workspace_bytes) {
+                                             void *workspace, size_t workspace_bytes, int fast) {
     mha__ctx c;
     mha__bwd *B;
     unsigned char *ws;
     size_t bytes, k;
-    int st = mha__bwd_setup(&c, shape, w, batch, n, m, &bytes);
+    int st = mha__bwd_setup(&c, shape, w, batch, n, m, fast, &bytes);
     if (st != MHA_OK) return st;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !queries || !keys || !values || !d_out ||
         (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
@@ -4368,20 +4809,45 @@ MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_
     return MHA__RUN;
 }
 
+/* Runs a backward call that mha__bwd_enter set up in the workspace ws
+   (aligned): on the fast path when fast and it can, else the reference. */
+MHA__PRIVATE MHA__NOINLINE void mha__bwd_go(unsigned char *ws, int fast) {
+    mha__ctx *c = (mha__ctx *)(void *)ws;
+#if !MHA_NO_EXTRAS
+    if (MHA__ROPE(c)) mha__rope_base(c);
+#endif
+#if MHA_FAST
+    if (fast && mha__bwf_runs(c)) {
+        mha__bwf_run(c, (mha__bwd *)(void *)(ws + MHA__BWD_CTX), (mha__bwf *)(void *)(ws + MHA__BWD_SELF),
+                     (float *)(void *)(ws + MHA__BWF_SELF));
+        return;
+    }
+#else
+    (void)fast;
+#endif
+    mha__bwd_run(c, (mha__bwd *)(void *)(ws + MHA__BWD_CTX), (float *)(void *)(ws + MHA__BWD_SELF));
+}
+
 MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
                                const float *queries, const float *keys, const float *values, const mha_mask *mask,
                                const float *d_out, float *d_queries, float *d_keys, float *d_values,
                                const mha_grads *grads, void *workspace, size_t workspace_bytes) {
     int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, d_out, d_queries, d_keys, d_values,
-                            grads, workspace, workspace_bytes);
-    unsigned char *ws;
+                            grads, workspace, workspace_bytes, 1);
     if (st != MHA__RUN) return (mha_status)st;
-    ws = (unsigned char *)mha__align(workspace);
-#if !MHA_NO_EXTRAS
-    if (MHA__ROPE((const mha__ctx *)(void *)ws)) mha__rope_base((mha__ctx *)(void *)ws);
-#endif
-    mha__bwd_run((const mha__ctx *)(void *)ws, (mha__bwd *)(void *)(ws + MHA__BWD_CTX),
-                 (float *)(void *)(ws + MHA__BWD_SELF));
+    mha__bwd_go((unsigned char *)mha__align(workspace), 1);
+    return MHA_OK;
+}
+
+MHADEF mha_status mha_backward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                         int32_t m, const float *queries, const float *keys, const float *values,
+                                         const mha_mask *mask, const float *d_out, float *d_queries,
+                                         float *d_keys, float *d_values, const mha_grads *grads, void *workspace,
+                                         size_t workspace_bytes) {
+    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, d_out, d_queries, d_keys, d_values,
+                            grads, workspace, workspace_bytes, 0);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__bwd_go((unsigned char *)mha__align(workspace), 0);
     return MHA_OK;
 }
 

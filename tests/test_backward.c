@@ -125,6 +125,149 @@ static void make_case(fd_case *fc, const mha_shape *s, int32_t batch, int32_t n,
     fc->dout = tu_own(&fc->p, tu_floats((size_t)batch * (size_t)n * (size_t)s->p_o, 1.0f));
 }
 
+/* The fast path (mha_backward under MHA_FAST 1) against the reference path
+   (mha_backward_reference): every gradient array within FTOL (1 + max |ref|)
+   on problems with several blocks of query rows and, with m > 1024, several
+   chunks of keys; where the fast path does not run (additive scoring, the
+   soft-cap) the two are bit for bit the same. Under MHA_FAST 0 both are
+   the reference and agree trivially. */
+#define FTOL 2e-5
+typedef struct fast_case {
+    const char *name;
+    int32_t heads, kv, dq, dk, dv, pqk, pv, po, additive, batch, n, m;
+    int masks; /* 1 causal (offset m - n), 2 valid lengths per query (some 0), 4 keep, 8 bias */
+    int knobs; /* 1 RoPE, 2 ALiBi, 4 soft-cap, 8 sinks, 16 f16 weights, 32 bf16 weights, 64 some outputs NULL */
+} fast_case;
+
+static double fast_worst;
+
+static void fast_compare(const char *what, const char *name, const float *got, const float *ref, size_t count,
+                         int exact) {
+    double e = 0.0, big = 0.0;
+    size_t i;
+    int finite = 1;
+    for (i = 0; i < count; ++i) {
+        const double d = fabs((double)got[i] - (double)ref[i]);
+        if (fabs((double)ref[i]) > big) big = fabs((double)ref[i]);
+        if (!(d <= e)) e = d;
+        finite &= isfinite(got[i]) != 0;
+    }
+    if (exact) {
+        CHECK(e == 0.0, "%s: %s: the same path, yet %.3g apart", what, name, e);
+        return;
+    }
+    if (e / (FTOL * (1.0 + big)) > fast_worst) fast_worst = e / (FTOL * (1.0 + big));
+    CHECK(finite && e <= FTOL * (1.0 + big), "%s: %s: fast differs from reference by %.3g (max |ref| %.3g)", what,
+          name, e, big);
+}
+
+static void check_fast(void) {
+    static const fast_case cases[] = {
+        {"GQA, sizes different, 3 row blocks", 4, 2, 24, 20, 28, 16, 12, 20, 0, 2, 200, 150, 0, 0},
+        {"every mask, rows fully masked", 2, 2, 16, 16, 16, 8, 8, 16, 0, 2, 130, 90, 15, 0},
+        {"RoPE, ALiBi, sinks, causal", 4, 1, 16, 12, 16, 8, 6, 10, 0, 1, 70, 60, 1, 1 | 2 | 8},
+        {"2 key chunks, every mask", 2, 1, 12, 12, 12, 8, 8, 12, 0, 1, 60, 1100, 15, 0},
+        {"5 key chunks, RoPE, ALiBi, sinks", 2, 2, 8, 8, 8, 4, 4, 8, 0, 2, 40, 1300, 1, 1 | 2 | 8},
+        {"f16 weights, some outputs NULL", 3, 3, 20, 20, 20, 8, 8, 20, 0, 1, 50, 70, 1, 16 | 64},
+        {"bf16 weights, GQA", 4, 2, 20, 16, 12, 8, 8, 12, 0, 1, 40, 45, 0, 32},
+        {"additive: the reference's", 2, 1, 8, 8, 8, 4, 4, 8, 1, 1, 30, 20, 1, 0},
+        {"soft-cap: the reference's", 2, 2, 8, 8, 8, 4, 4, 8, 0, 1, 30, 20, 1, 4},
+    };
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        const fast_case *fc = &cases[c];
+        mha_shape s = shape_of(fc->heads, fc->kv, fc->dq, fc->dk, fc->dv, fc->pqk, fc->pv, fc->po, fc->additive);
+        tu_problem p;
+        tu_w16 w16;
+        mha_mask mask;
+        mha_weight_counts wc;
+        mha_grads g[2];
+        const mha_weights *w;
+        float *arr[2][15], *dout;
+        size_t counts[15], bytes[2], k, r;
+        int32_t *lens = NULL, path;
+        uint8_t *keep = NULL;
+        float *bias = NULL;
+        const size_t nm = (size_t)fc->batch * (size_t)fc->n * (size_t)fc->m;
+        const int exact = fc->additive || (fc->knobs & 4);
+        static const char *names[15] = {"d_queries", "d_keys", "d_values", "W_q", "b_q", "W_k", "b_k", "W_v", "b_v",
+                                        "W_o", "b_o", "A_q", "A_k", "w_a", "sinks"};
+        if (TB_NO_EXTRAS && (fc->knobs & 63)) continue;
+        if (fc->knobs & 1) s.rope_dim = fc->pqk;
+        s.alibi = (fc->knobs & 2) != 0;
+        if (fc->knobs & 4) s.softcap = 2.0f;
+        tu_problem_make(&p, &s, fc->batch, fc->n, fc->m, 1);
+        if (fc->knobs & 8) p.w.sinks = tu_own(&p, tu_floats((size_t)s.heads, 1.0f));
+        w = &p.w;
+        if (fc->knobs & 48) {
+            tu_w16_make(&w16, &s, &p.w, (fc->knobs & 16) ? MHA_F16 : MHA_BF16);
+            w = &w16.w16;
+        }
+        memset(&mask, 0, sizeof mask);
+        if (fc->masks & 1) {
+            mask.causal = 1;
+            mask.causal_offset = fc->m - fc->n;
+        }
+        if (fc->masks & 2) {
+            lens = (int32_t *)malloc((size_t)fc->batch * (size_t)fc->n * sizeof *lens);
+            for (r = 0; r < (size_t)fc->batch * (size_t)fc->n; ++r)
+                lens[r] = r % 7 == 3 ? 0 : (int32_t)(tu_next() % (uint32_t)(fc->m + 1));
+            mask.valid_lens = lens;
+            mask.valid_lens_per_query = 1;
+        }
+        if (fc->masks & 4) {
+            keep = (uint8_t *)malloc(nm);
+            for (r = 0; r < nm; ++r) keep[r] = (uint8_t)(tu_next() % 5 != 0);
+            mask.keep = keep;
+        }
+        if (fc->masks & 8) {
+            bias = tu_floats(nm, 2.0f);
+            mask.bias = bias;
+        }
+        dout = tu_floats((size_t)fc->batch * (size_t)fc->n * (size_t)fc->po, 1.0f);
+        mha_weight_counts_get(&s, &wc);
+        counts[0] = (size_t)fc->batch * (size_t)fc->n * (size_t)fc->dq;
+        counts[1] = (size_t)fc->batch * (size_t)fc->m * (size_t)fc->dk;
+        counts[2] = (size_t)fc->batch * (size_t)fc->m * (size_t)fc->dv;
+        counts[3] = wc.w_q; counts[4] = wc.b_q; counts[5] = wc.w_k; counts[6] = wc.b_k; counts[7] = wc.w_v;
+        counts[8] = wc.b_v; counts[9] = wc.w_o; counts[10] = wc.b_o; counts[11] = wc.a_q; counts[12] = wc.a_k;
+        counts[13] = wc.a_v; counts[14] = (size_t)s.heads;
+        bytes[0] = mha_backward_workspace_size(&s, fc->batch, fc->n, fc->m);
+        bytes[1] = mha_backward_reference_workspace_size(&s, fc->batch, fc->n, fc->m);
+        for (path = 0; path < 2; ++path) {
+            void *ws = malloc(bytes[path]);
+            mha_status st;
+            for (k = 0; k < 15; ++k) /* the weights' gradients start at 0.5: they are added to */
+                arr[path][k] = (fc->knobs & 64) && (k == 1 || k == 5 || k == 10) ? NULL
+                                                                                  : tu_floats(counts[k] ? counts[k] : 1, 0.0f);
+            for (k = 3; k < 15; ++k)
+                for (r = 0; arr[path][k] && r < counts[k]; ++r) arr[path][k][r] = 0.5f;
+            g[path].w_q = arr[path][3]; g[path].b_q = arr[path][4]; g[path].w_k = arr[path][5];
+            g[path].b_k = arr[path][6]; g[path].w_v = arr[path][7]; g[path].b_v = arr[path][8];
+            g[path].w_o = arr[path][9]; g[path].b_o = arr[path][10]; g[path].a_q = arr[path][11];
+            g[path].a_k = arr[path][12]; g[path].a_v = arr[path][13]; g[path].sinks = arr[path][14];
+            st = (path ? mha_backward_reference : mha_backward)(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v, &mask,
+                                                                 dout, arr[path][0], arr[path][1], arr[path][2],
+                                                                 &g[path], ws, bytes[path]);
+            CHECK(st == MHA_OK, "%s: %s", fc->name, path ? "mha_backward_reference" : "mha_backward");
+            free(ws);
+        }
+        for (k = 0; k < 15; ++k)
+            if (arr[0][k] && counts[k]) fast_compare(fc->name, names[k], arr[0][k], arr[1][k], counts[k], exact);
+        printf("fast path: %-36s %s\n", fc->name, exact ? "the reference's, bit for bit" : "agrees with the reference");
+        for (path = 0; path < 2; ++path)
+            for (k = 0; k < 15; ++k) free(arr[path][k]);
+        if (fc->knobs & 48) tu_w16_free(&w16);
+        free(dout);
+        free(lens);
+        free(keep);
+        free(bias);
+        tu_problem_free(&p);
+    }
+    printf("fast path against the reference: worst %.3f of %.0e (1 + max |ref|)%s\n", fast_worst, FTOL,
+           MHA_FAST ? "" : " (MHA_FAST 0: both are the reference)");
+}
+
 /* The PyTorch cases: every gradient within 1e-5 (1 + max |ref|). */
 static void check_torch(void) {
     static const char *names[] = BWD_GRADS;
@@ -428,6 +571,7 @@ int main(void) {
     tu_problem_free(&fc.p);
 
     check_torch();
+    check_fast();
     check_accumulate();
     check_bias_inf();
 #if !MHA_NO_EXTRAS
