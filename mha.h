@@ -4380,11 +4380,12 @@ typedef struct mha__bwf {
     size_t mc, mcp, b, g, j0, cl;  /* keys per chunk, mc rounded up to VL; the batch entry, kv head, chunk */
     int pass;                      /* 0: one chunk; several: 1 statistics, 2 D, 3 the gradients */
     float *kt, *kn, *vt, *vn;      /* K_c^T [p_k][mc], K_c [mc][p_k], V_c^T, V_c: B panels */
-    float *kc, *vc, *dkc, *dvc;    /* [mc][p_k], [mc][p_v] */
+    float *kc, *vc, *dkc, *dvc;    /* K_c [mc][p_k], V_c [mc][p_v]; dK_c^T [p_k][mc], dV_c^T [p_v][mc] */
+    float *gwo;                    /* [p_v][p_o]: gW_o^(i)^T of the chunk's blocks */
     float *wq, *wqn, *wo;          /* W_q^(i)^T [d_q][p_q], W_q^(i) [p_q][d_q], W_o^(i) [p_o][p_v]: B panels */
     float *s, *ds;                 /* [BR][mcp]: S, then P; dP, then dS */
     float *qp, *dh, *ho, *dqp;     /* [BR][p]: Q, dH, P V_c, dQ */
-    float *pa, *pb, *tail;         /* A transposed; B packed CB columns at a time; [MR][KC] */
+    float *pa, *pb, *tail;         /* A transposed (p rows); B packed CB columns at a time; [MR][KC] */
     float *mx, *l, *dd;            /* several chunks: [grp][n] each row's max, sum and D */
 } mha__bwf;
 
@@ -4395,8 +4396,8 @@ typedef struct mha__bwf {
    aligned) given, also the parts. */
 MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
     const size_t mc = c->m <= MHA__BWC ? c->m : MHA__BWCS, mcn = MHA__UP(mc, MHA__NR), BR = MHA__BR;
-    size_t sz[21], k, t, kmax, ra, rb;
-    float **ptr[21];
+    size_t sz[22], k, t, kmax, ra;
+    float **ptr[22];
     f->c = c;
     f->mc = mc;
     f->mcp = MHA__UP(mc, MHA__VL);
@@ -4412,12 +4413,8 @@ MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
     sz[11] = sz[12] = mha__mul(BR, f->mcp);
     sz[13] = sz[16] = BR * c->pq;
     sz[14] = sz[15] = BR * c->pv;
-    ra = c->po > mc ? c->po : mc;
-    ra = ra > c->pq ? ra : c->pq;
-    rb = c->pk > c->pv ? c->pk : c->pv;
+    ra = c->pq > c->pv ? c->pq : c->pv; /* (p_k = p_q) */
     sz[17] = mha__mul(MHA__UP(ra, MHA__MR), BR);
-    t = mha__mul(MHA__UP(rb, MHA__MR), mc);
-    if (t > sz[17]) sz[17] = t;
     kmax = BR > mc ? BR : mc;
     for (k = 0; k < 9; ++k) { /* dq .. po, the other sizes a packed B has as its k */
         t = (&c->dq)[k];
@@ -4426,11 +4423,12 @@ MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
     sz[18] = mha__mul(MHA__CB, kmax);
     sz[19] = MHA__MR * MHA__KC;
     sz[20] = c->m <= MHA__BWC ? 0 : mha__mul(3, mha__mul(c->grp, c->n));
+    sz[21] = mha__mul(c->pv, c->po);
     ptr[0] = &f->kt; ptr[1] = &f->kn; ptr[2] = &f->vt; ptr[3] = &f->vn; ptr[4] = &f->kc; ptr[5] = &f->vc;
     ptr[6] = &f->dkc; ptr[7] = &f->dvc; ptr[8] = &f->wq; ptr[9] = &f->wqn; ptr[10] = &f->wo; ptr[11] = &f->s;
     ptr[12] = &f->ds; ptr[13] = &f->qp; ptr[14] = &f->dh; ptr[15] = &f->ho; ptr[16] = &f->dqp; ptr[17] = &f->pa;
-    ptr[18] = &f->pb; ptr[19] = &f->tail; ptr[20] = &f->mx;
-    t = mha__parts_at(ws, sz, ptr, 21);
+    ptr[18] = &f->pb; ptr[19] = &f->tail; ptr[20] = &f->mx; ptr[21] = &f->gwo;
+    t = mha__parts_at(ws, sz, ptr, 22);
     if (ws) {
         f->l = f->mx + c->grp * c->n;
         f->dd = f->l + c->grp * c->n;
@@ -4446,8 +4444,14 @@ MHA__PRIVATE void mha__pack_n(const void *w, int type, size_t ldw, size_t k, siz
         nl = cols - q * MHA__NR < MHA__NR ? cols - q * MHA__NR : MHA__NR;
         for (i = 0; i < k; ++i) {
             float *o = bp + i * MHA__NR;
+            const float *x = type == MHA_F32 ? (const float *)w + i * ldw + q * MHA__NR : NULL;
+            if (type == MHA_F32 && nl == MHA__NR) { /* (no library call for a panel's row) */
+                mha__vstore(o, mha__vload(x));
+                mha__vstore(o + MHA__VL, mha__vload(x + MHA__VL));
+                continue;
+            }
             if (type == MHA_F32)
-                mha__copy(o, (const float *)w + i * ldw + q * MHA__NR, nl);
+                for (l = 0; l < nl; ++l) o[l] = x[l];
             else
                 for (l = 0; l < nl; ++l) o[l] = mha__elt_f32(w, type, i * ldw + q * MHA__NR + l);
             for (l = nl; l < MHA__NR; ++l) o[l] = 0.0f;
@@ -4589,13 +4593,12 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     if (g && g->sinks && c->w->sinks) g->sinks[i] -= sw; /* the sink's dP is 0 */
 #endif
 
-    /* the output projection's gradients: gW_o^(i) += dOut^T (P V_c), gb_o once */
+    /* the output projection's gradients: gW_o^(i)^T += (P V_c)^T dOut (in gwo), gb_o once */
     if (g && g->w_o) {
         ga = mha__mm(rv, pv, cl, f->s, mcp, f->vn, f->ho, pv);
         ga.tail = f->tail;
         mha__gemm(&ga);
-        mha__bwf_mm(f, c->po, pv, rv, dout, c->po, 1, f->ho, MHA_F32, 0, pv, 0, g->w_o + i * pv, c->h * pv, 1,
-                    NULL);
+        mha__bwf_mm(f, pv, c->po, rv, f->ho, pv, 1, dout, MHA_F32, 0, c->po, 0, f->gwo, c->po, 1, NULL);
     }
     if (g && i == 0 && j0 == 0) mha__colsum(g->b_o, dout, rv, c->po, c->po);
 
@@ -4605,9 +4608,9 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         float *x = f->ds + r * mcp;
         for (j = 0; j < cl; ++j) x[j] = p[j] == 0.0f ? 0.0f : c->scale * p[j] * (x[j] - D[r]);
     }
-    /* dV_c += P^T dH, dK_c += dS^T Q, dQ = dS K_c */
-    mha__bwf_mm(f, cl, pv, rv, f->s, mcp, 1, f->dh, MHA_F32, 0, pv, 0, f->dvc, pv, 1, NULL);
-    mha__bwf_mm(f, cl, c->pk, rv, f->ds, mcp, 1, f->qp, MHA_F32, 0, pq, 0, f->dkc, c->pk, 1, NULL);
+    /* dV_c^T += dH^T P, dK_c^T += Q^T dS (the narrow factors transposed), dQ = dS K_c */
+    mha__bwf_mm(f, pv, cl, rv, f->dh, pv, 1, f->s, MHA_F32, 0, mcp, 0, f->dvc, f->mc, 1, NULL);
+    mha__bwf_mm(f, c->pk, cl, rv, f->qp, pq, 1, f->ds, MHA_F32, 0, mcp, 0, f->dkc, f->mc, 1, NULL);
     ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
     ga.tail = f->tail;
     mha__gemm(&ga);
@@ -4648,44 +4651,44 @@ MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
     mha__pack_t(f->vc, MHA_F32, pv, cl, pv, f->vt);
     mha__pack_n(f->vc, MHA_F32, pv, cl, pv, f->vn);
     if (f->pass == 2) return;
-    for (j = 0; j < cl * pk; ++j) f->dkc[j] = 0.0f;
-    for (j = 0; j < cl * pv; ++j) f->dvc[j] = 0.0f;
+    mha__zero(f->dkc, pk * f->mc);
+    mha__zero(f->dvc, pv * f->mc);
 }
 
-/* Step 3: dK_c, dV_c through W_k^(g), W_v^(g) into d_keys, d_values and
-   the weights' gradients. */
-MHA__PRIVATE void mha__bwf_kv_back(mha__bwf *f) {
+/* Step 3 for one of K (which 0) and V (1): dX_c^T [p][mc] (dK_c^T back
+   through the rotation) through W^(g) into d_keys or d_values and the
+   weight's and bias's gradients. */
+MHA__PRIVATE void mha__bwf_back(mha__bwf *f, int which) {
     const mha__ctx *c = f->c;
     const mha__bwd *B = f->B;
     const mha_grads *g = B->g;
     const int type = MHA__WTYPE(c);
-    const size_t cl = f->cl, pk = c->pk, pv = c->pv, at = f->b * c->m + f->j0;
-    size_t j;
+    const size_t cl = f->cl, mc = f->mc, p = which ? c->pv : c->pk, d = which ? c->dv : c->dk;
+    const size_t at = f->b * c->m + f->j0, o0 = f->g * p;
+    const void *W = which ? c->w->w_v : c->w->w_k;
+    const float *x = (which ? B->v : B->k) + at * d;
+    float *dt = which ? f->dvc : f->dkc, *dx = which ? B->dv : B->dk, *dr = which ? f->vc : f->kc; /* dr: [cl][p] */
+    float *gw = g ? (which ? g->w_v : g->w_k) : NULL, *gb = g ? (which ? g->b_v : g->b_k) : NULL;
+    size_t j, a;
+    for (j = 0; j < cl; ++j) /* dX_c [cl][p] in the room of X_c, which is packed */
+        for (a = 0; a < p; ++a) dr[j * p + a] = dt[a * mc + j];
 #if !MHA_NO_EXTRAS
-    for (j = 0; j < cl && MHA__ROPE(c); ++j) mha__rope(c, f->dkc + j * pk, 1, 0, -(int64_t)(f->j0 + j), NULL);
+    if (!which && MHA__ROPE(c)) {
+        for (j = 0; j < cl; ++j) mha__rope(c, dr + j * p, 1, 0, -(int64_t)(f->j0 + j), NULL);
+        for (j = 0; j < cl; ++j)
+            for (a = 0; a < p; ++a) dt[a * mc + j] = dr[j * p + a];
+    }
 #endif
-    if (B->dk)
-        mha__bwf_mm(f, cl, c->dk, pk, f->dkc, pk, 0, c->w->w_k, type, f->g * pk * c->dk, c->dk, 0,
-                    B->dk + at * c->dk, c->dk, 1, NULL);
-    if (B->dv)
-        mha__bwf_mm(f, cl, c->dv, pv, f->dvc, pv, 0, c->w->w_v, type, f->g * pv * c->dv, c->dv, 0,
-                    B->dv + at * c->dv, c->dv, 1, NULL);
-    if (!g) return;
-    if (g->w_k)
-        mha__bwf_mm(f, pk, c->dk, cl, f->dkc, pk, 1, B->k + at * c->dk, MHA_F32, 0, c->dk, 0,
-                    g->w_k + f->g * pk * c->dk, c->dk, 1, NULL);
-    if (g->w_v)
-        mha__bwf_mm(f, pv, c->dv, cl, f->dvc, pv, 1, B->v + at * c->dv, MHA_F32, 0, c->dv, 0,
-                    g->w_v + f->g * pv * c->dv, c->dv, 1, NULL);
-    mha__colsum(g->b_k ? g->b_k + f->g * pk : NULL, f->dkc, cl, pk, pk);
-    mha__colsum(g->b_v ? g->b_v + f->g * pv : NULL, f->dvc, cl, pv, pv);
+    if (dx) mha__bwf_mm(f, cl, d, p, dr, p, 0, W, type, o0 * d, d, 0, dx + at * d, d, 1, NULL);
+    if (gw) mha__bwf_mm(f, p, d, cl, dt, mc, 0, x, MHA_F32, 0, d, 0, gw + o0 * d, d, 1, NULL);
+    mha__colsum(gb ? gb + o0 : NULL, dr, cl, p, p);
 }
 
 /* One pass over the chunks of the pass's batch entry and kv head. */
 MHA__PRIVATE void mha__bwf_pass(mha__bwf *f, int pass) {
     const mha__ctx *c = f->c;
     const int type = MHA__WTYPE(c);
-    size_t l, t0, i;
+    size_t l, t0, i, a, o, o0;
     f->pass = pass;
     for (f->j0 = 0; f->j0 < c->m; f->j0 += f->mc) {
         f->cl = c->m - f->j0 < f->mc ? c->m - f->j0 : f->mc;
@@ -4696,10 +4699,19 @@ MHA__PRIVATE void mha__bwf_pass(mha__bwf *f, int pass) {
             if (pass != 1) mha__pack_n(mha__elt(c->w->w_o, type, i * c->pv), type, c->h * c->pv, c->po, c->pv, f->wo);
             if (pass == 0 || pass == 3)
                 mha__pack_n(mha__elt(c->w->w_q, type, i * c->pq * c->dq), type, c->dq, c->pq, c->dq, f->wqn);
+            if (f->B->g && f->B->g->w_o && (pass == 0 || pass == 3)) mha__zero(f->gwo, c->pv * c->po);
             for (t0 = 0; t0 < c->n; t0 += MHA__BR)
                 mha__bwf_block(f, l, t0, c->n - t0 < MHA__BR ? c->n - t0 : MHA__BR);
+            if (f->B->g && f->B->g->w_o && (pass == 0 || pass == 3)) /* gW_o^(i) += gwo^T, 16 rows at a time */
+                for (o0 = 0; o0 < c->po; o0 += 16)
+                    for (a = 0; a < c->pv; ++a)
+                        for (o = o0; o < c->po && o < o0 + 16; ++o)
+                            f->B->g->w_o[o * c->h * c->pv + i * c->pv + a] += f->gwo[a * c->po + o];
         }
-        if (pass == 0 || pass == 3) mha__bwf_kv_back(f);
+        if (pass == 0 || pass == 3) {
+            mha__bwf_back(f, 0);
+            mha__bwf_back(f, 1);
+        }
     }
 }
 

@@ -8,7 +8,9 @@
      - the fast path on 2 threads (tests/two_threads.h);
      - the reference path (mha_forward_reference), median, and the ratio of
        its time to the fast path's;
-     - workspace bytes of each path.
+     - workspace bytes of each path;
+   then bf16 weights (second table) and the backward pass (third table,
+   bench_backward).
    Weights are uniform in +-sqrt(3 / fan_in) and packed once with
    mha_pack_weights (as a model would at load time); inputs are uniform in
    [-1, 1]. Progress goes to stderr.
@@ -16,7 +18,8 @@
        bench [SECONDS_PER_SHAPE [SHAPE [unpacked | fast | once]]]
            default 1.0 s, every shape ("all"); each timing runs at least 3
            times. "unpacked": no mha_pack_weights. "fast": the one-thread
-           fast path only (bench/peers.py). "once": one call of mha_forward
+           fast path only (bench/peers.py). "backward": the backward table's
+           row alone (bench/peers.py). "once": one call of mha_forward
            per shape and nothing else (no peak, no timing), for instruction
            counts under valgrind --tool=callgrind.
 */
@@ -228,11 +231,88 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
     }
 }
 
+/* Floating-point operations of one backward pass of dot scoring, stated as
+   twice the forward's (each product of the forward has two of the
+   backward: the gradients of both its factors) plus the scores once more
+   (the backward recomputes S = Q K^T rather than keep it): 2.5x the
+   forward where the attention dominates, 2x where the projections do. */
+static double flops_backward(const shape_row *r) {
+    return 2.0 * flops(r) + 2.0 * (double)r->n * r->m * r->heads * r->pq;
+}
+
+/* mha_backward on the shapes M, B and L, one thread: every gradient (the
+   inputs', every weight's and bias's), median ms and GFLOP/s by
+   flops_backward; its workspace and that at n = m = 4096 as a share of one
+   n x m fp32 matrix. `row_only`: the table row alone (bench/peers.py). */
+static void bench_backward(double budget, const char *only, int row_only) {
+    static const char *names = "MBL";
+    size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
+    if (!row_only) {
+        printf("\nbackward (mha_backward, every gradient), one thread; GFLOP/s = (2 forward + 2 n m h p_q) / time\n");
+        printf("| shape | median ms | min ms | GFLOP/s | workspace bytes | workspace at n = m = 4096 |\n");
+        printf("|---|---|---|---|---|---|\n");
+    }
+    for (s = 0; s < count; ++s) {
+        const shape_row *r = &SHAPES[s];
+        mha_shape sh = {0};
+        mha_weights w = {0};
+        mha_weight_counts c;
+        mha_grads g;
+        double times[200], t0, start, ms;
+        size_t bytes, big, runs = 0;
+        float *q, *k, *v, *dout, *dq, *dk, *dv;
+        void *ws;
+        if (!strchr(names, r->name[0]) || (strcmp(only, "all") != 0 && strcmp(only, r->name) != 0)) continue;
+        sh.heads = r->heads; sh.kv_heads = r->kv;
+        sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
+        sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
+        if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
+        w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->dq)); w.b_q = filled(c.b_q, 0.1f);
+        w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->dk)); w.b_k = filled(c.b_k, 0.1f);
+        w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->dv)); w.b_v = filled(c.b_v, 0.1f);
+        w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->pv))); w.b_o = filled(c.b_o, 0.1f);
+        g.w_q = filled(c.w_q, 0.0f); g.b_q = filled(c.b_q, 0.0f); g.w_k = filled(c.w_k, 0.0f);
+        g.b_k = filled(c.b_k, 0.0f); g.w_v = filled(c.w_v, 0.0f); g.b_v = filled(c.b_v, 0.0f);
+        g.w_o = filled(c.w_o, 0.0f); g.b_o = filled(c.b_o, 0.0f);
+        g.a_q = g.a_k = g.a_v = g.sinks = NULL;
+        q = filled((size_t)r->n * (size_t)r->dq, 1.0f);
+        k = filled((size_t)r->m * (size_t)r->dk, 1.0f);
+        v = filled((size_t)r->m * (size_t)r->dv, 1.0f);
+        dout = filled((size_t)r->n * (size_t)r->po, 1.0f);
+        dq = filled((size_t)r->n * (size_t)r->dq, 0.0f);
+        dk = filled((size_t)r->m * (size_t)r->dk, 0.0f);
+        dv = filled((size_t)r->m * (size_t)r->dv, 0.0f);
+        bytes = mha_backward_workspace_size(&sh, 1, r->n, r->m);
+        big = mha_backward_workspace_size(&sh, 1, 4096, 4096);
+        ws = alloc(bytes);
+        fprintf(stderr, "bench: shape %s: backward...\n", r->name);
+        start = now();
+        while (runs < 200 && (runs < 3 || now() - start < budget)) {
+            t0 = now();
+            if (mha_backward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, dout, dq, dk, dv, &g, ws, bytes) != MHA_OK) exit(1);
+            times[runs++] = now() - t0;
+        }
+        qsort(times, runs, sizeof times[0], cmp_double);
+        ms = 1e3 * times[runs / 2];
+        printf("| %s | %.3f | %.3f | %.1f | %zu | %zu (1/%.0f) |\n", r->name, ms, 1e3 * times[0],
+               flops_backward(r) / ms * 1e-6, bytes, big, 4096.0 * 4096.0 * 4.0 / (double)big);
+        fflush(stdout);
+        free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
+        free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
+        free(g.w_q); free(g.b_q); free(g.w_k); free(g.b_k); free(g.w_v); free(g.b_v); free(g.w_o); free(g.b_o);
+        free(q); free(k); free(v); free(dout); free(dq); free(dk); free(dv); free(ws);
+    }
+}
+
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, peak;
     const char *mode = argc > 3 ? argv[3] : "";
     int packed = strcmp(mode, "unpacked") != 0, once = strcmp(mode, "once") == 0, fast = strcmp(mode, "fast") == 0;
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
+    if (strcmp(mode, "backward") == 0) { /* one shape's backward row (bench/peers.py) */
+        bench_backward(budget, argc > 2 ? argv[2] : "all", 1);
+        return 0;
+    }
     fprintf(stderr, "bench: measuring the FMA peak...\n");
     peak = once || fast ? 0.0 : peak_gflops();
     printf("vector unit: %s; measured FMA peak of one core: %.1f GFLOP/s; weights %s\n", MHA__SIMD_NAME, peak,
@@ -307,5 +387,6 @@ int main(int argc, char **argv) {
         free(pack); free(q); free(k); free(v); free(out); free(ws);
     }
     if (!once && !fast && packed) bench_bf16(budget, argc > 2 ? argv[2] : "all", peak);
+    if (!once && !fast) bench_backward(budget, argc > 2 ? argv[2] : "all", 0);
     return 0;
 }
