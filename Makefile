@@ -50,11 +50,12 @@ PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $
 # unit, and the whole suite once more on the fast path. The SIMD builds run
 # only where the CPU has the instructions (tests/if_cpu.sh).
 ifeq ($(shell uname -m),x86_64)
-FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512 $(BUILD)/test_bf16dot
+FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512 $(BUILD)/test_bf16dot $(BUILD)/test_backward_avx512
 FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
            "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast" "sh tests/if_cpu.sh avx2,fma,f16c $(BUILD)/test_decode_fast" \
            "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_decode_avx512" \
-           "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/test_bf16dot"
+           "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/test_bf16dot" \
+           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_backward_fast" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_backward_avx512"
 BF16DOT  = -DMHA_BF16_DOT=1 -mavx512f -mfma -mavx512bf16 # bf16 products (vdpbf16ps)
 ASANBF   = $(BUILD)/asan_bf16dot
 ASANBFRUN = "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/asan_bf16dot"
@@ -65,14 +66,14 @@ IFSIMD   = sh tests/if_cpu.sh avx2,fma
 VGFAST   = "sh tests/if_cpu.sh avx2,fma valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast_avx2 240 4001"
 else
 FASTSIMD =
-FASTRUN  = $(BUILD)/test_mha_fast $(BUILD)/test_decode_fast
+FASTRUN  = $(BUILD)/test_mha_fast $(BUILD)/test_decode_fast $(BUILD)/test_backward_fast
 DECODESIMD =
 FASTMHA  =
 IFSIMD   =
 VGFAST   =
 endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
-PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(FASTRUN)
+PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backward_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
@@ -84,7 +85,8 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(BUILD)/test_decode $(BUILD)/test_decode_portable \
-     $(BUILD)/test_decode_fast $(DECODESIMD) $(BUILD)/test_backward $(CONTRACT) $(EXBINS) $(MODELS)
+     $(BUILD)/test_decode_fast $(DECODESIMD) $(BUILD)/test_backward $(BUILD)/test_backward_portable \
+     $(BUILD)/test_backward_fast $(CONTRACT) $(EXBINS) $(MODELS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -105,6 +107,20 @@ $(BUILD)/replay: $(REPLAY) $(TESTDEP) | $(BUILD)
 BACKWARD = tests/test_backward.c tests/test_impl.c
 $(BUILD)/test_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(BACKWARD) -o $@ $(LDLIBS)
+
+# the same on the fast path (MHA_FAST 1), which it also compares with mha_backward_reference:
+# portable vectors, AVX2 (FASTMHA), AVX-512
+$(BUILD)/test_backward_portable: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 -Itests $(BACKWARD) \
+	    -o $@ $(LDLIBS)
+
+$(BUILD)/test_backward_fast: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(BACKWARD) -o $@ \
+	    $(LDLIBS)
+
+$(BUILD)/test_backward_avx512: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma -Itests $(BACKWARD) \
+	    -o $@ $(LDLIBS)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests $(THREADS) -o $@ $(LDLIBS) -pthread
@@ -224,13 +240,15 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
 	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
 	clang $(SANFLAGS) $(BACKWARD) -o $(BUILD)/asan_backward $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(BACKWARD) -o $(BUILD)/asan_backward_portable $(LDLIBS)
+	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(BACKWARD) -o $(BUILD)/asan_backward_fast $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(F16C) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
 	$(if $(ASANBF),clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $(ASANBF) $(LDLIBS) -pthread)
 	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
 	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
-	    $(BUILD)/asan_backward \
+	    $(BUILD)/asan_backward $(BUILD)/asan_backward_portable "$(IFSIMD) $(BUILD)/asan_backward_fast" \
 	    "$(IFSIMD) $(BUILD)/asan_decode_fast" $(ASANBFRUN)
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.

@@ -4377,7 +4377,9 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, flo
 typedef struct mha__bwf {
     const mha__ctx *c;
     const mha__bwd *B;
-    size_t mc, mcp, b, g, j0, cl;  /* keys per chunk, mc rounded up to VL; the batch entry, kv head, chunk */
+    size_t mc, mcp, b, g, j0, cl;  /* keys per chunk; the row stride of s, ds, dkc, dvc: mc rounded up to VL,
+                                      and a vector more (no stride of 4 KiB: L1 sets); the batch entry,
+                                      kv head, chunk */
     int pass;                      /* 0: one chunk; several: 1 statistics, 2 D, 3 the gradients */
     float *kt, *kn, *vt, *vn;      /* K_c^T [p_k][mc], K_c [mc][p_k], V_c^T, V_c: B panels */
     float *kc, *vc, *dkc, *dvc;    /* K_c [mc][p_k], V_c [mc][p_v]; dK_c^T [p_k][mc], dV_c^T [p_v][mc] */
@@ -4400,13 +4402,15 @@ MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
     float **ptr[22];
     f->c = c;
     f->mc = mc;
-    f->mcp = MHA__UP(mc, MHA__VL);
+    f->mcp = MHA__UP(mc, MHA__VL) + MHA__VL;
     sz[0] = mha__mul(mcn, c->pk);
     sz[1] = mha__mul(MHA__UP(c->pk, MHA__NR), mc);
     sz[2] = mha__mul(mcn, c->pv);
     sz[3] = mha__mul(MHA__UP(c->pv, MHA__NR), mc);
-    sz[4] = sz[6] = mha__mul(mc, c->pk);
-    sz[5] = sz[7] = mha__mul(mc, c->pv);
+    sz[4] = mha__mul(mc, c->pk);
+    sz[5] = mha__mul(mc, c->pv);
+    sz[6] = mha__mul(c->pk, f->mcp);
+    sz[7] = mha__mul(c->pv, f->mcp);
     sz[8] = mha__mul(MHA__UP(c->pq, MHA__NR), c->dq);
     sz[9] = mha__mul(MHA__UP(c->dq, MHA__NR), c->pq);
     sz[10] = mha__mul(MHA__UP(c->pv, MHA__NR), c->po);
@@ -4609,8 +4613,8 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         for (j = 0; j < cl; ++j) x[j] = p[j] == 0.0f ? 0.0f : c->scale * p[j] * (x[j] - D[r]);
     }
     /* dV_c^T += dH^T P, dK_c^T += Q^T dS (the narrow factors transposed), dQ = dS K_c */
-    mha__bwf_mm(f, pv, cl, rv, f->dh, pv, 1, f->s, MHA_F32, 0, mcp, 0, f->dvc, f->mc, 1, NULL);
-    mha__bwf_mm(f, c->pk, cl, rv, f->qp, pq, 1, f->ds, MHA_F32, 0, mcp, 0, f->dkc, f->mc, 1, NULL);
+    mha__bwf_mm(f, pv, cl, rv, f->dh, pv, 1, f->s, MHA_F32, 0, mcp, 0, f->dvc, mcp, 1, NULL);
+    mha__bwf_mm(f, c->pk, cl, rv, f->qp, pq, 1, f->ds, MHA_F32, 0, mcp, 0, f->dkc, mcp, 1, NULL);
     ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
     ga.tail = f->tail;
     mha__gemm(&ga);
@@ -4651,8 +4655,8 @@ MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
     mha__pack_t(f->vc, MHA_F32, pv, cl, pv, f->vt);
     mha__pack_n(f->vc, MHA_F32, pv, cl, pv, f->vn);
     if (f->pass == 2) return;
-    mha__zero(f->dkc, pk * f->mc);
-    mha__zero(f->dvc, pv * f->mc);
+    mha__zero(f->dkc, pk * f->mcp);
+    mha__zero(f->dvc, pv * f->mcp);
 }
 
 /* Step 3 for one of K (which 0) and V (1): dX_c^T [p][mc] (dK_c^T back
@@ -4663,7 +4667,7 @@ MHA__PRIVATE void mha__bwf_back(mha__bwf *f, int which) {
     const mha__bwd *B = f->B;
     const mha_grads *g = B->g;
     const int type = MHA__WTYPE(c);
-    const size_t cl = f->cl, mc = f->mc, p = which ? c->pv : c->pk, d = which ? c->dv : c->dk;
+    const size_t cl = f->cl, mc = f->mcp, p = which ? c->pv : c->pk, d = which ? c->dv : c->dk;
     const size_t at = f->b * c->m + f->j0, o0 = f->g * p;
     const void *W = which ? c->w->w_v : c->w->w_k;
     const float *x = (which ? B->v : B->k) + at * d;

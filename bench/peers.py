@@ -7,6 +7,8 @@ Peers:
             shapes with one d, p_o = d, dot scoring and no GQA: T, M, B, L.
   OpenBLAS  the same attention composed from cblas_sgemm calls with a
             vectorised row softmax (build/blas_mha, bench/blas_mha.c), every shape.
+Then the backward pass (mha_backward, every gradient) against PyTorch's
+autograd backward through nn.MultiheadAttention, shapes M, B and L.
 
 Every contender runs on one thread: OPENBLAS_NUM_THREADS=1 (set before torch
 is imported; Debian's torch does its GEMMs in OpenBLAS) and
@@ -29,6 +31,7 @@ import torch  # noqa: E402  (after the environment above)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name, n, m, d, heads (PyTorch only where nn.MultiheadAttention can express the shape)
 SHAPES = ["T", "M", "B", "G", "Q", "A", "L"]
+BACKWARD = ["M", "B", "L"]  # the backward's shapes
 TORCH = {"T": (16, 16, 64, 4), "M": (256, 256, 512, 8), "B": (256, 256, 768, 12), "L": (1024, 1024, 512, 8)}
 
 
@@ -66,6 +69,38 @@ def torch_ms(name, seconds):
     return 1e3 * times[len(times) // 2]
 
 
+def mha_backward_ms(name, seconds):
+    out = run([os.path.join(ROOT, "build", "bench"), str(seconds), name, "backward"])
+    row = [line for line in out.splitlines() if line.startswith("| %s |" % name)][0]
+    return float(row.split("|")[2])  # mha_backward, one thread, median ms
+
+
+def torch_backward_ms(name, seconds):
+    """The backward alone: autograd through nn.MultiheadAttention (training
+    mode, dropout 0, biases on) for d_out of ones, gradients of the inputs
+    and of every parameter; the forward before each is not timed."""
+    n, m, d, h = TORCH[name]
+    torch.manual_seed(0)
+    mod = torch.nn.MultiheadAttention(d, h, bias=True, batch_first=True)
+    bound = (3.0 / d) ** 0.5
+    with torch.no_grad():
+        for p in mod.parameters():
+            p.uniform_(-bound, bound)
+    q = (torch.rand(1, n, d) * 2 - 1).requires_grad_()
+    k = (torch.rand(1, m, d) * 2 - 1).requires_grad_()
+    v = (torch.rand(1, m, d) * 2 - 1).requires_grad_()
+    times = []
+    start = time.perf_counter()
+    while len(times) < 3 or time.perf_counter() - start < seconds:
+        out, _ = mod(q, k, v, need_weights=False)
+        grad = torch.ones_like(out)
+        t0 = time.perf_counter()
+        out.backward(grad)
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return 1e3 * times[len(times) // 2]
+
+
 def median(xs):
     return sorted(xs)[len(xs) // 2]
 
@@ -94,6 +129,20 @@ def main():
         else:
             pt_ms, pt_ratio = "-", "-"
         print("| %s | %.3f | %s | %.3f | %s | %.2f |" % (name, ours, pt_ms, blas, pt_ratio, blas / ours), flush=True)
+    # the backward pass against PyTorch's autograd, alternating in the same way
+    back = {s: {"mha.h": [], "PyTorch": []} for s in BACKWARD}
+    for r in range(rounds):
+        for name in BACKWARD:
+            print("peers: backward, round %d of %d, shape %s" % (r + 1, rounds, name), file=sys.stderr, flush=True)
+            back[name]["mha.h"].append(mha_backward_ms(name, seconds))
+            back[name]["PyTorch"].append(torch_backward_ms(name, seconds))
+    print()
+    print("backward (every gradient), one thread each; median of %d rounds of median times" % rounds)
+    print("| shape | mha.h ms | PyTorch autograd ms | mha.h / PyTorch |")
+    print("|---|---|---|---|")
+    for name in BACKWARD:
+        ours, pt = median(back[name]["mha.h"]), median(back[name]["PyTorch"])
+        print("| %s | %.3f | %.3f | %.2f |" % (name, ours, pt, pt / ours), flush=True)
 
 
 if __name__ == "__main__":
