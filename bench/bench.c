@@ -387,6 +387,6 @@ int main(int argc, char **argv) {
         free(pack); free(q); free(k); free(v); free(out); free(ws);
     }
     if (!once && !fast && packed) bench_bf16(budget, argc > 2 ? argv[2] : "all", peak);
-    if (!once && !fast) bench_backward(budget, argc > 2 ? argv[2] : "all", 0);
+    if (!once && !fast && packed) bench_backward(budget, argc > 2 ? argv[2] : "all", 0);
     return 0;
 }
