@@ -4245,6 +4245,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     }
 #if !MHA_NO_EXTRAS
     if (g && g->sinks && w->sinks) g->sinks[i] -= sw * D; /* the sink's dP is 0 */
+#else
+    (void)sw;
 #endif
 #if !MHA_NO_ADDITIVE
     for (a = 0; a < pa; ++a) /* through A_q^(i) */
@@ -4524,7 +4526,7 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     const size_t row0 = f->b * c->n + t0, cp = MHA__UP(cl, MHA__VL), at = l * c->n + t0;
     const float *xq = B->q + row0 * c->dq, *dout = B->dout + row0 * c->po;
     float slope = 0.0f, sw = 0.0f, D[MHA__BR], share[MHA__BR];
-    int64_t qpos = 0, d0 = 0;
+    int64_t d0 = 0;
     size_t r, j;
     mha__gemm_args ga;
 
@@ -4552,7 +4554,7 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         const size_t hi = mha__visible(mask, f->b, row0 + r, t0 + r, m);
         const size_t vis = hi <= j0 ? 0 : hi - j0 < cl ? hi - j0 : cl;
 #if !MHA_NO_EXTRAS
-        qpos = MHA__QPOS(c, t0 + r);
+        const int64_t qpos = MHA__QPOS(c, t0 + r);
         d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
         sink = mha__row_sink(c, i, slope, qpos);
 #endif
@@ -4595,6 +4597,8 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     if (f->pass == 2) return;
 #if !MHA_NO_EXTRAS
     if (g && g->sinks && c->w->sinks) g->sinks[i] -= sw; /* the sink's dP is 0 */
+#else
+    (void)sw;
 #endif
 
     /* the output projection's gradients: gW_o^(i)^T += (P V_c)^T dOut (in gwo), gb_o once */
@@ -4641,7 +4645,9 @@ MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
     const mha__bwd *B = f->B;
     const int type = MHA__WTYPE(c);
     const size_t cl = f->cl, pk = c->pk, pv = c->pv, at = f->b * c->m + f->j0;
+#if !MHA_NO_EXTRAS
     size_t j;
+#endif
     mha__bwf_mm(f, cl, pk, c->dk, B->k + at * c->dk, c->dk, 0, c->w->w_k, type, f->g * pk * c->dk, c->dk, 1, f->kc,
                 pk, 0, c->w->b_k ? c->w->b_k + f->g * pk : NULL);
 #if !MHA_NO_EXTRAS

@@ -265,7 +265,7 @@ static void check_fast(void) {
         tu_problem_free(&p);
     }
     printf("fast path against the reference: worst %.3f of %.0e (1 + max |ref|)%s\n", fast_worst, FTOL,
-           MHA_FAST ? "" : " (MHA_FAST 0: both are the reference)");
+           mha_build_info().fast ? "" : " (MHA_FAST 0: both are the reference)");
 }
 
 /* The PyTorch cases: every gradient within 1e-5 (1 + max |ref|). */
