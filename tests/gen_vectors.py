@@ -36,7 +36,8 @@ def c_float(x):
 
 
 class Writer:
-    def __init__(self):
+    def __init__(self, prefix="rv"):
+        self.prefix = prefix  # of the arrays' names: files included together need different ones
         self.arrays = []
         self.cases = []
         self.core = []  # cases of the attend stage alone (mha_attend)
@@ -44,7 +45,7 @@ class Writer:
 
     def array(self, ctype, values, fmt):
         self.count += 1
-        name = "rv_%d" % self.count
+        name = "%s_%d" % (self.prefix, self.count)
         vals = [fmt(v) for v in values]
         if not vals:
             return "NULL"

@@ -6,7 +6,9 @@
    case decoded token by token over a KV cache equals one causal forward, and
    counts that fit an int32_t but not a 16-bit size_t give the statuses that
    the fuzz harness's predicates (tests/fuzz/predicate.h) expect on this
-   target. */
+   target. And mha_backward (the reference path) on a tiny case of
+   PyTorch autograd in float64 (tests/ref_backward_small.h): every gradient
+   within 1e-5 (1 + max |ref|). */
 #include <avr/interrupt.h>
 #include <avr/io.h>
 #include <avr/sleep.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 
 #include "ref_vectors_small.h"
+#include "ref_backward_small.h"
 #include "fuzz/predicate.h"
 
 static int uart_put(char c, FILE *f) {
@@ -192,8 +195,48 @@ int main(void) {
             len = before;
         }
     }
-    printf("avr: %d cases, sizeof(int) %d, sizeof(size_t) %d\n", REF_CASE_COUNT, (int)sizeof(int),
-           (int)sizeof(size_t));
+    for (c = 0; c < BWD_CASE_COUNT; ++c) { /* the backward pass against PyTorch autograd */
+        static float got[112];
+        static const char *names[] = BWD_GRADS;
+        const bwd_case *bc = &bwd_cases[c];
+        mha_weight_counts wc;
+        mha_grads g;
+        float *part[15], err, mx, worst = 0.0f;
+        size_t counts[15], used = 0, bytes = mha_backward_workspace_size(&bc->shape, bc->batch, bc->n, bc->m), e;
+        int k, ok = mha_weight_counts_get(&bc->shape, &wc) == MHA_OK;
+        counts[0] = (size_t)(bc->batch * bc->n * bc->shape.d_q);
+        counts[1] = (size_t)(bc->batch * bc->m * bc->shape.d_k);
+        counts[2] = (size_t)(bc->batch * bc->m * bc->shape.d_v);
+        counts[3] = wc.w_q; counts[4] = wc.b_q; counts[5] = wc.w_k; counts[6] = wc.b_k; counts[7] = wc.w_v;
+        counts[8] = wc.b_v; counts[9] = wc.w_o; counts[10] = wc.b_o; counts[11] = wc.a_q; counts[12] = wc.a_k;
+        counts[13] = wc.a_v; counts[14] = (size_t)bc->shape.heads;
+        for (k = 0; k < 15; ++k) { /* each expected array's room in got, from 0 */
+            part[k] = bc->grad[k] && used + counts[k] <= sizeof got / sizeof got[0] ? got + used : NULL;
+            ok = ok && (part[k] || !bc->grad[k]);
+            for (e = 0; part[k] && e < counts[k]; ++e) part[k][e] = 0.0f;
+            if (part[k]) used += counts[k];
+        }
+        g.w_q = part[3]; g.b_q = part[4]; g.w_k = part[5]; g.b_k = part[6]; g.w_v = part[7]; g.b_v = part[8];
+        g.w_o = part[9]; g.b_o = part[10]; g.a_q = part[11]; g.a_k = part[12]; g.a_v = part[13]; g.sinks = part[14];
+        check(ok && bytes > 0 && bytes <= sizeof workspace, "fits the buffers", bc->name);
+        if (!ok || bytes == 0 || bytes > sizeof workspace) continue;
+        check(mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask,
+                           bc->d_out, part[0], part[1], part[2], &g, workspace, bytes) == MHA_OK,
+              "mha_backward status", bc->name);
+        for (k = 0; k < 15; ++k) {
+            if (!part[k]) continue;
+            for (err = mx = 0.0f, e = 0; e < counts[k]; ++e) {
+                if (absf(part[k][e] - bc->grad[k][e]) > err) err = absf(part[k][e] - bc->grad[k][e]);
+                if (absf(bc->grad[k][e]) > mx) mx = absf(bc->grad[k][e]);
+            }
+            check(err <= 1e-5f * (1.0f + mx), names[k], bc->name);
+            if (err / (1e-5f * (1.0f + mx)) > worst) worst = err / (1e-5f * (1.0f + mx));
+        }
+        printf("backward %s/%s: worst %ld.%ld %% of 1e-5 (1 + max|ref|)\n", bc->group, bc->name,
+               (long)(worst * 100.0f), (long)(worst * 1000.0f) % 10);
+    }
+    printf("avr: %d cases, %d backward cases, sizeof(int) %d, sizeof(size_t) %d\n", REF_CASE_COUNT, BWD_CASE_COUNT,
+           (int)sizeof(int), (int)sizeof(size_t));
     printf("%d passed, %d failed\n", passed, failed);
     cli();
     sleep_mode();
