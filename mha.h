@@ -4379,6 +4379,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, flo
 typedef struct mha__bwf {
     const mha__ctx *c;
     const mha__bwd *B;
+    size_t br;                     /* query rows per block: BR, or n rounded up to MR */
     size_t mc, mcp, b, g, j0, cl;  /* keys per chunk; the row stride of s, ds, dkc, dvc: mc rounded up to VL,
                                       and a vector more (no stride of 4 KiB: L1 sets); the batch entry,
                                       kv head, chunk */
@@ -4387,8 +4388,8 @@ typedef struct mha__bwf {
     float *kc, *vc, *dkc, *dvc;    /* K_c [mc][p_k], V_c [mc][p_v]; dK_c^T [p_k][mc], dV_c^T [p_v][mc] */
     float *gwo;                    /* [p_v][p_o]: gW_o^(i)^T of the chunk's blocks */
     float *wq, *wqn, *wo;          /* W_q^(i)^T [d_q][p_q], W_q^(i) [p_q][d_q], W_o^(i) [p_o][p_v]: B panels */
-    float *s, *ds;                 /* [BR][mcp]: S, then P; dP, then dS */
-    float *qp, *dh, *ho, *dqp;     /* [BR][p]: Q, dH, P V_c, dQ */
+    float *s, *ds;                 /* [br][mcp]: S, then P; dP, then dS */
+    float *qp, *dh, *ho, *dqp;     /* [br][p]: Q, dH, P V_c, dQ */
     float *pa, *pb, *tail;         /* A transposed (p rows); B packed CB columns at a time; [MR][KC] */
     float *mx, *l, *dd;            /* several chunks: [grp][n] each row's max, sum and D */
 } mha__bwf;
@@ -4399,12 +4400,14 @@ typedef struct mha__bwf {
 /* Bytes of the fast backward's parts (SIZE_MAX on overflow); with ws (64-byte
    aligned) given, also the parts. */
 MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
-    const size_t mc = c->m <= MHA__BWC ? c->m : MHA__BWCS, mcn = MHA__UP(mc, MHA__NR), BR = MHA__BR;
-    size_t sz[22], k, t, kmax, ra;
+    const size_t mc = c->m <= MHA__BWC ? c->m : MHA__BWCS, mcn = MHA__UP(mc, MHA__NR);
+    const size_t BR = c->n < MHA__BR ? MHA__UP(c->n, MHA__MR) : MHA__BR; /* rows of a block (n >= 1) */
+    size_t sz[22], k, t, kmax, ra, cmax;
     float **ptr[22];
     f->c = c;
     f->mc = mc;
     f->mcp = MHA__UP(mc, MHA__VL) + MHA__VL;
+    f->br = BR;
     sz[0] = mha__mul(mcn, c->pk);
     sz[1] = mha__mul(MHA__UP(c->pk, MHA__NR), mc);
     sz[2] = mha__mul(mcn, c->pv);
@@ -4422,12 +4425,14 @@ MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
     ra = c->pq > c->pv ? c->pq : c->pv; /* (p_k = p_q) */
     sz[17] = mha__mul(MHA__UP(ra, MHA__MR), BR);
     kmax = BR > mc ? BR : mc;
-    for (k = 0; k < 9; ++k) { /* dq .. po, the other sizes a packed B has as its k */
+    cmax = mc;
+    for (k = 0; k < 9; ++k) { /* dq .. po, the other sizes a packed B has as its k or its columns */
         t = (&c->dq)[k];
         if (t > kmax) kmax = t;
+        if (t > cmax) cmax = t;
     }
-    sz[18] = mha__mul(MHA__CB, kmax);
-    sz[19] = MHA__MR * MHA__KC;
+    sz[18] = mha__mul(MHA__UP(cmax < MHA__CB ? cmax : MHA__CB, MHA__NR), kmax);
+    sz[19] = MHA__MR * (kmax < MHA__KC ? kmax : MHA__KC);
     sz[20] = c->m <= MHA__BWC ? 0 : mha__mul(3, mha__mul(c->grp, c->n));
     sz[21] = mha__mul(c->pv, c->po);
     ptr[0] = &f->kt; ptr[1] = &f->kn; ptr[2] = &f->vt; ptr[3] = &f->vn; ptr[4] = &f->kc; ptr[5] = &f->vc;
@@ -4710,8 +4715,8 @@ MHA__PRIVATE void mha__bwf_pass(mha__bwf *f, int pass) {
             if (pass == 0 || pass == 3)
                 mha__pack_n(mha__elt(c->w->w_q, type, i * c->pq * c->dq), type, c->dq, c->pq, c->dq, f->wqn);
             if (f->B->g && f->B->g->w_o && (pass == 0 || pass == 3)) mha__zero(f->gwo, c->pv * c->po);
-            for (t0 = 0; t0 < c->n; t0 += MHA__BR)
-                mha__bwf_block(f, l, t0, c->n - t0 < MHA__BR ? c->n - t0 : MHA__BR);
+            for (t0 = 0; t0 < c->n; t0 += f->br)
+                mha__bwf_block(f, l, t0, c->n - t0 < f->br ? c->n - t0 : f->br);
             if (f->B->g && f->B->g->w_o && (pass == 0 || pass == 3)) /* gW_o^(i) += gwo^T, 16 rows at a time */
                 for (o0 = 0; o0 < c->po; o0 += 16)
                     for (a = 0; a < c->pv; ++a)
