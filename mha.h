@@ -288,6 +288,17 @@ MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weight
                                         size_t workspace_bytes);
 MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 
+/* mha_forward (fast or reference, as it runs), also writing the statistics
+   that training keeps: lse [batch][heads][n], each row's log-sum-exp
+   ln(sum_j e^(s_j) + e^(sink)) over its visible scores s_j (after the
+   scale, masks, bias and knobs), -inf for a row that sees no key. mha_backward
+   takes them (README, "Training"). Same workspace as mha_forward; lse NULL
+   is mha_forward. Returns as mha_forward; under MHA_NO_EXTRAS, which leaves
+   the statistics out, MHA_ERR_SHAPE for a non-NULL lse (nothing written). */
+MHADEF mha_status mha_forward_lse(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                                  const float *queries, const float *keys, const float *values, const mha_mask *mask,
+                                  float *out, float *lse, void *workspace, size_t workspace_bytes);
+
 /* An optional parallel-for supplied by the caller: it must call task(arg, i)
    once for every i in [0, count), on any threads and in any order, and return
    when all have returned. The library starts no threads itself. */
@@ -459,8 +470,8 @@ typedef struct mha_grads {
 } mha_grads;
 MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
                                const float *queries, const float *keys, const float *values, const mha_mask *mask,
-                               const float *d_out, float *d_queries, float *d_keys, float *d_values,
-                               const mha_grads *grads, void *workspace, size_t workspace_bytes);
+                               const float *lse, const float *d_out, float *d_queries, float *d_keys,
+                               float *d_values, const mha_grads *grads, void *workspace, size_t workspace_bytes);
 /* Workspace bytes of mha_backward (0 for a bad shape or an overflow), at
    any alignment: no n x m term. */
 MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
@@ -469,9 +480,9 @@ MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch,
    its own workspace size. Under MHA_FAST 0 mha_backward runs it too. */
 MHADEF mha_status mha_backward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                          int32_t m, const float *queries, const float *keys, const float *values,
-                                         const mha_mask *mask, const float *d_out, float *d_queries,
-                                         float *d_keys, float *d_values, const mha_grads *grads, void *workspace,
-                                         size_t workspace_bytes);
+                                         const mha_mask *mask, const float *lse, const float *d_out,
+                                         float *d_queries, float *d_keys, float *d_values, const mha_grads *grads,
+                                         void *workspace, size_t workspace_bytes);
 MHADEF size_t mha_backward_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 
 /* 16-bit floats: IEEE binary16 (f16) and bfloat16 (bf16), as their bits in a
@@ -677,6 +688,36 @@ MHA__PRIVATE uint32_t mha__bits(float f) {
     return u;
 }
 
+/* ln x (0: -inf; +inf: +inf; NaN or below 0: NaN), for the saved
+   statistics of mha_forward_lse, the same on every target: x = 2^e m with
+   m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh z = 2 (z + z^3/3 + ... + z^11/11)
+   for z = (m - 1) / (m + 1), |z| < 0.172, and e ln 2 with ln 2 split in two
+   (e ln2_hi exact). */
+#if !MHA_NO_EXTRAS
+MHA__PRIVATE float mha__logf(float x) {
+    float m, z, z2, p;
+    uint32_t u = mha__bits(x);
+    int32_t e = 0;
+    if (x != x || x < 0.0f) return (x - x) / (x - x); /* NaN */
+    if (x == 0.0f) return -(FLT_MAX * 2.0f);
+    if (x > FLT_MAX) return x;
+    if (u < 0x00800000u) { /* subnormal: scaled by 2^24 first */
+        u = mha__bits(x * 16777216.0f);
+        e = -24;
+    }
+    e += (int32_t)(u >> 23) - 127;
+    m = mha__from_bits((u & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
+    if (m > 1.41421356f) {
+        m *= 0.5f;
+        ++e;
+    }
+    z = (m - 1.0f) / (m + 1.0f);
+    z2 = z * z;
+    p = z2 * (0.333333333f + z2 * (0.2f + z2 * (0.142857143f + z2 * (0.111111111f + z2 * 0.0909090909f))));
+    return (float)e * 0.693145751953125f + ((float)e * 1.428606765330187e-06f + (z + z + (z + z) * p));
+}
+#endif
+
 /* ---- element types (MHA_F32, MHA_F16, MHA_BF16) ----------------------------
    The weight matrices and the cache have an element type; everything else
    is float. These are the leaves where the types enter: the address and the
@@ -832,6 +873,7 @@ typedef struct mha__ctx {
     const mha_mask *mask;             /* NULL: none */
     const float *queries, *keys, *values;
     float *out, *attn;
+    float *lse;                       /* NULL, or mha_forward_lse's [batch][heads][n] */
     mha_cache *cache;                 /* NULL: none */
 #if !MHA_NO_EXTRAS
     const mha_shape *knobs;           /* the call's shape: RoPE, ALiBi, soft-cap (checked by mha__setup) */
@@ -890,6 +932,7 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->w = w;
     c->mask = NULL;
     c->attn = NULL;
+    c->lse = NULL;
     c->cache = NULL;
     c->scale = s->scale;
 #if MHA_FAST
@@ -1257,6 +1300,9 @@ MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t 
    -slope (P - j) alone would round them away in fp32. */
 #define MHA__DREF(c, qpos) \
     ((qpos) < 0 ? (qpos) : (qpos) >= (int64_t)(c)->m ? (qpos) - (int64_t)((c)->m ? (c)->m - 1 : 0) : 0)
+/* What the rows' logits are shifted by (above) in query row t of
+   mha_forward: the saved statistics (mha_forward_lse) are without it. */
+#define MHA__LSE_SHIFT(c, slope, t) ((slope) * (float)MHA__DREF(c, MHA__QPOS(c, t)))
 /* The sink of head i for a row at position qpos whose logits are shifted
    by slope dref (slope 0: unshifted, as when decoding); -inf (no sink)
    without sinks. */
@@ -1264,11 +1310,13 @@ MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, floa
     return c->w->sinks ? c->w->sinks[i] + slope * (float)MHA__DREF(c, qpos) : -(FLT_MAX * 2.0f);
 }
 #define MHA__SINK_PARAM , float sink
+#define MHA__LSE_PARAM , float *lse /* NULL, or where the row's log-sum-exp goes (mha_forward_lse) */
 #define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
 #define MHA__EXTRA_ARG(x) , x
 #else
 #define MHA__ROPE(c) ((size_t)0)
 #define MHA__SINK_PARAM
+#define MHA__LSE_PARAM
 #define MHA__SLOPE_PARAM
 #define MHA__EXTRA_ARG(x)
 #endif
@@ -1361,7 +1409,7 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
    the output. A sink (-inf: none) counts in the max and, last, in the sum,
    and has no value. The values have element type vtype (a cache's). */
 MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, int vtype, size_t vst, size_t pv,
-                                          float *ho MHA__SINK_PARAM) {
+                                          float *ho MHA__LSE_PARAM MHA__SINK_PARAM) {
     static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
     float mx = -(FLT_MAX * 2.0f), sum;
     size_t j, a;
@@ -1374,6 +1422,9 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
     sum = mha__dot(sc, &one, 0, m, 0);
 #if !MHA_NO_EXTRAS
     if (sink != -(FLT_MAX * 2.0f)) sum += mha__weight(sink, mx); /* with a sink */
+#endif
+#if !MHA_NO_EXTRAS
+    if (lse) *lse = sum == 0.0f ? -(FLT_MAX * 2.0f) : mx + mha__logf(sum); /* the row's log-sum-exp */
 #endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
@@ -1824,12 +1875,12 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx
     }                                                                                                    \
     mha__vstore(c + (r) * ldc, mha__vadd(c0_##r, i0));                                                   \
     mha__vstore(c + (r) * ldc + MHA__VL, mha__vadd(c1_##r, i1));
-MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
-                                            int acc, const float *bias) {
+MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, size_t ldb, float *c,
+                                            size_t ldc, int acc, const float *bias) {
     mha__v b0, b1, ar, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z, i1 = bias ? mha__vload(bias + MHA__VL) : z;
     size_t p;
     MHA__EACH_ROW(MHA__K_INIT)
-    for (p = 0; p < k; ++p, b += MHA__NR) {
+    for (p = 0; p < k; ++p, b += ldb) {
         b0 = mha__vload(b);
         b1 = mha__vload(b + MHA__VL);
         MHA__EACH_ROW(MHA__K_FMA)
@@ -1843,12 +1894,12 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda
 #define MHA__K1_STORE(r)                                                                                 \
     if (acc) c0_##r = mha__vadd(mha__vload(c + (r) * ldc), c0_##r);                                      \
     mha__vstore(c + (r) * ldc, mha__vadd(c0_##r, i0));
-MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc,
-                                             int acc, const float *bias) {
+MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t lda, const float *b, size_t ldb, float *c,
+                                             size_t ldc, int acc, const float *bias) {
     mha__v b0, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;
     size_t p;
     MHA__EACH_ROW(MHA__K1_INIT)
-    for (p = 0; p < k; ++p, b += MHA__NR) {
+    for (p = 0; p < k; ++p, b += ldb) {
         b0 = mha__vload(b);
         MHA__EACH_ROW(MHA__K1_FMA)
     }
@@ -1858,12 +1909,12 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t ld
 /* One row: c[0..cw) = ((acc ? c : 0) + a b) + bias, the same sums in the
    same order as one row of mha__kernel (so a row's result does not depend
    on the path), for a [k], b one packed panel [k][NR], cw <= NR. */
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const float *b, float *c, size_t cw,
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const float *b, size_t ldb, float *c, size_t cw,
                                                 int acc, const float *bias) {
     mha__v c0 = mha__vset(0.0f), c1 = c0, ar;
     float t[MHA__NR];
     size_t p, j;
-    for (p = 0; p < k; ++p, b += MHA__NR) {
+    for (p = 0; p < k; ++p, b += ldb) {
         ar = mha__vset(a[p]);
         c0 = mha__vfma(ar, mha__vload(b), c0);
         c1 = mha__vfma(ar, mha__vload(b + MHA__VL), c1);
@@ -1893,26 +1944,26 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const 
     c0_##r = _mm512_dpbf16_ps(c0_##r, (__m512bh)_mm512_set1_epi32(((const int32_t *)(const void *)a)[(r) * lda + p]), \
                               (__m512bh)b0);
 /* mha__kernel and mha__kernel1 with k pairs: a [MR][k] pairs, b [k][NR] pairs */
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf(size_t k, const float *a, size_t lda, const float *b, float *c,
-                                               size_t ldc, int acc, const float *bias) {
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                               float *c, size_t ldc, int acc, const float *bias) {
     mha__v z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z, i1 = bias ? mha__vload(bias + MHA__VL) : z;
     __m512i b0, b1, ar;
     size_t p;
     MHA__EACH_ROW(MHA__K_INIT)
-    for (p = 0; p < k; ++p, b += MHA__NR) {
+    for (p = 0; p < k; ++p, b += ldb) {
         b0 = _mm512_loadu_si512((const void *)b);
         b1 = _mm512_loadu_si512((const void *)(b + MHA__VL));
         MHA__EACH_ROW(MHA__K_DPBF)
     }
     MHA__EACH_ROW(MHA__K_STORE)
 }
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf1(size_t k, const float *a, size_t lda, const float *b, float *c,
-                                                size_t ldc, int acc, const float *bias) {
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf1(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                                float *c, size_t ldc, int acc, const float *bias) {
     mha__v z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;
     __m512i b0;
     size_t p;
     MHA__EACH_ROW(MHA__K1_INIT)
-    for (p = 0; p < k; ++p, b += MHA__NR) {
+    for (p = 0; p < k; ++p, b += ldb) {
         b0 = _mm512_loadu_si512((const void *)b);
         MHA__EACH_ROW(MHA__K1_DPBF)
     }
@@ -2013,7 +2064,10 @@ MHA__PRIVATE void mha__vscale(float *x, size_t n, float k) {
         last rows are read through tail ([MR][KC] floats) when it is not
         NULL, or taken one at a time with rows1, else A must have readable
         rows up to the next multiple of MR;
-     B  packed panels of NR columns, panel q at b + q*bps, [k][NR] from there;
+     B  packed panels of NR columns, panel q at b + q*bps, [k][NR] from there
+        with row stride ldb = NR; or a row-major B (bps = NR, ldb its row
+        stride) whose panels are all full (cols a multiple of NR: the
+        kernels read NR columns);
      C  element (r, j) at c[r*ldc + (j/NR)*cps + j%NR]: row-major with cps = NR,
         or itself packed panels. */
 typedef struct mha__gemm_args {
@@ -2023,6 +2077,7 @@ typedef struct mha__gemm_args {
     int acc;
     int rows1; /* the last rows, when fewer than MR, one at a time (no tail, A read only where it is) */
     int bf;    /* B holds bf16 pairs (mha__kernel_bf; b points at the pair row of its first k) */
+    size_t ldb; /* B's row stride in a panel: NR (packed), or a row-major B's (bps NR: panel q at column q NR) */
 } mha__gemm_args;
 
 /* The common case: B panels of k rows (bps = k NR), C row-major (cps = NR),
@@ -2036,6 +2091,7 @@ MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const fl
     g.k = k;
     g.lda = lda;
     g.bps = k * MHA__NR;
+    g.ldb = MHA__NR;
     g.ldc = ldc;
     g.cps = MHA__NR;
     g.a = a;
@@ -2049,8 +2105,8 @@ MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const fl
     return g;
 }
 
-typedef void (*mha__kern)(size_t k, const float *a, size_t lda, const float *b, float *c, size_t ldc, int acc,
-                          const float *bias);
+typedef void (*mha__kern)(size_t k, const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc,
+                          int acc, const float *bias);
 MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     float t[MHA__MR * MHA__NR], tb[MHA__NR];
     mha__kern kern = mha__kernel, kern1 = mha__kernel1;
@@ -2066,7 +2122,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
         int acc = g->acc || k0 != 0, last = g->k - k0 <= MHA__KC; /* the bias with the last K block */
         kl = g->k - k0 < MHA__KC ? g->k - k0 : MHA__KC;
         kk = g->bf ? (kl + 1) / 2 : kl;              /* the kernels' k: pairs, or elements */
-        bo = (g->bf ? k0 / 2 : k0) * MHA__NR;         /* the block's first row of B */
+        bo = (g->bf ? k0 / 2 : k0) * g->ldb;          /* the block's first row of B */
         for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
             const float *a = g->a + r0 * g->lda + k0;
             size_t lda = g->lda;
@@ -2085,7 +2141,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                 for (r = 0; r < rh; ++r)
                     for (q = 0; q * MHA__NR < g->cols; ++q) {
                         cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
-                        mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + bo,
+                        mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + bo, g->ldb,
                                         g->c + (r0 + r) * g->ldc + q * g->cps, cw, acc,
                                         last && g->bias ? g->bias + q * MHA__NR : NULL);
                     }
@@ -2103,11 +2159,11 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                 float *c = g->c + r0 * g->ldc + q * g->cps;
                 cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
                 if (rh == MHA__MR && cw == MHA__NR) {
-                    kern(kk, a, lda, bq, c, g->ldc, acc, bias);
+                    kern(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
                     continue;
                 }
                 if (rh == MHA__MR && cw == MHA__VL) {
-                    kern1(kk, a, lda, bq, c, g->ldc, acc, bias);
+                    kern1(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
                     continue;
                 }
                 /* an edge tile, through t: the bias and C only where they exist */
@@ -2121,9 +2177,9 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                         for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * g->ldc + j];
                 }
                 if (cw <= MHA__VL)
-                    kern1(kk, a, lda, bq, t, MHA__NR, acc, bias);
+                    kern1(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
                 else
-                    kern(kk, a, lda, bq, t, MHA__NR, acc, bias);
+                    kern(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
                 for (r = 0; r < rh; ++r)
                     for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
             }
@@ -2733,6 +2789,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                 for (j = 0; j < cl; ++j) x[j0 + j] = buf[j];
             }
             sum += mha__weight(MHA__TILE_SINK(r), mx[r]); /* 0 without a sink */
+            l[r] = sum; /* (the saved statistics) */
             if (sum == 0.0f) sum = 1.0f; /* every key masked */
             for (j = 0; j < m; ++j) x[j] /= sum;
         }
@@ -2749,6 +2806,12 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
             mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
     }
     for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
+#if !MHA_NO_EXTRAS
+    for (r = 0; r < rv && c->lse; ++r) { /* mha_forward_lse: each row's log-sum-exp */
+        float *lse = c->lse + (f->b * c->h + i) * c->n + t0 + r;
+        *lse = (l[r] == 0.0f ? -(FLT_MAX * 2.0f) : mx[r] + mha__logf(l[r])) - MHA__LSE_SHIFT(c, slope, t0 + r);
+    }
+#endif
 }
 #undef MHA__TILE_SINK
 
@@ -3380,7 +3443,7 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
 #endif
         }
         mha__pool(x, used, mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv,
-                  h MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
+                  h MHA__EXTRA_ARG(NULL) MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
     }
 }
 
@@ -3703,7 +3766,11 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
 #endif
         mha__pool(mha__attend(c, b, t, i MHA__EXTRA_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
                   MHA_F32, c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
+                  MHA__EXTRA_ARG(c->lse ? c->lse + (b * c->h + i) * c->n + t : NULL)
                   MHA__EXTRA_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
+#if !MHA_NO_EXTRAS
+        if (c->lse) c->lse[(b * c->h + i) * c->n + t] -= MHA__LSE_SHIFT(c, slope, t);
+#endif
     }
 }
 MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
@@ -3775,7 +3842,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                 mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__EXTRA_ARG(MHA__SLOPE(c, i))), slots,
                           mha__elt(c->cache->v, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pv),
                           MHA__CTYPE(c), c->pv, c->pv,
-                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
+                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__EXTRA_ARG(NULL)
+                          MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }
@@ -3920,6 +3988,16 @@ MHADEF mha_status mha_forward(const mha_shape *shape, const mha_weights *w, int3
     return mha__compute(mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, attn, workspace,
                                    workspace_bytes, -1, 0 MHA__FAST_ARGS(1, NULL, NULL)),
                         workspace);
+}
+
+MHADEF mha_status mha_forward_lse(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                                  const float *queries, const float *keys, const float *values, const mha_mask *mask,
+                                  float *out, float *lse, void *workspace, size_t workspace_bytes) {
+    int st = mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, NULL, workspace, workspace_bytes, -1,
+                        0 MHA__FAST_ARGS(1, NULL, NULL));
+    if (MHA_NO_EXTRAS && lse && st == MHA__RUN) return MHA_ERR_SHAPE; /* no statistics in that build */
+    if (st == MHA__RUN) ((mha__ctx *)(void *)mha__align(workspace))->lse = lse; /* the call state's */
+    return mha__compute(st, workspace);
 }
 
 MHADEF mha_status mha_forward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
@@ -4128,7 +4206,7 @@ MHA__PRIVATE size_t mha__bwd_floats(const mha__ctx *c) {
 
 /* The arrays of a backward call. */
 typedef struct mha__bwd {
-    const float *q, *k, *v, *dout;
+    const float *q, *k, *v, *dout, *lse; /* lse: NULL, or the forward's statistics */
     float *dq, *dk, *dv;
     const mha_grads *g;
     float *kp, *vp, *dkp, *dvp, *pr, *raw, *qp, *dqp, *ho, *dh, *ak, *aq, *daq; /* the workspace's parts */
@@ -4387,7 +4465,7 @@ typedef struct mha__bwf {
     float *kt, *kn, *vt, *vn;      /* K_c^T [p_k][mc], K_c [mc][p_k], V_c^T, V_c: B panels */
     float *kc, *vc, *dkc, *dvc;    /* K_c [mc][p_k], V_c [mc][p_v]; dK_c^T [p_k][mc], dV_c^T [p_v][mc] */
     float *gwo;                    /* [p_v][p_o]: gW_o^(i)^T of the chunk's blocks */
-    float *wq, *wqn, *wo;          /* W_q^(i)^T [d_q][p_q], W_q^(i) [p_q][d_q], W_o^(i) [p_o][p_v]: B panels */
+    float *wq;                     /* W_q^(i)^T [d_q][p_q] as B panels (W_q and W_o as B: read in place) */
     float *s, *ds;                 /* [br][mcp]: S, then P; dP, then dS */
     float *qp, *dh, *ho, *dqp;     /* [br][p]: Q, dH, P V_c, dQ */
     float *pa, *pb, *tail;         /* A transposed (p rows); B packed CB columns at a time; [MR][KC] */
@@ -4402,49 +4480,48 @@ typedef struct mha__bwf {
 MHA__PRIVATE size_t mha__bwf_layout(mha__bwf *f, const mha__ctx *c, float *ws) {
     const size_t mc = c->m <= MHA__BWC ? c->m : MHA__BWCS, mcn = MHA__UP(mc, MHA__NR);
     const size_t BR = c->n < MHA__BR ? MHA__UP(c->n, MHA__MR) : MHA__BR; /* rows of a block (n >= 1) */
-    size_t sz[22], k, t, kmax, ra, cmax;
-    float **ptr[22];
+    const size_t pw = c->pq > c->pv ? c->pq : c->pv;                     /* (p_k = p_q) */
+    size_t sz[19], k, t, kmax, cmax, parts = 0;
+    float **ptr[19];
     f->c = c;
     f->mc = mc;
     f->mcp = MHA__UP(mc, MHA__VL) + MHA__VL;
     f->br = BR;
-    sz[0] = mha__mul(mcn, c->pk);
-    sz[1] = mha__mul(MHA__UP(c->pk, MHA__NR), mc);
-    sz[2] = mha__mul(mcn, c->pv);
-    sz[3] = mha__mul(MHA__UP(c->pv, MHA__NR), mc);
-    sz[4] = mha__mul(mc, c->pk);
-    sz[5] = mha__mul(mc, c->pv);
-    sz[6] = mha__mul(c->pk, f->mcp);
-    sz[7] = mha__mul(c->pv, f->mcp);
-    sz[8] = mha__mul(MHA__UP(c->pq, MHA__NR), c->dq);
-    sz[9] = mha__mul(MHA__UP(c->dq, MHA__NR), c->pq);
-    sz[10] = mha__mul(MHA__UP(c->pv, MHA__NR), c->po);
-    sz[11] = sz[12] = mha__mul(BR, f->mcp);
-    sz[13] = sz[16] = BR * c->pq;
-    sz[14] = sz[15] = BR * c->pv;
-    ra = c->pq > c->pv ? c->pq : c->pv; /* (p_k = p_q) */
-    sz[17] = mha__mul(MHA__UP(ra, MHA__MR), BR);
-    kmax = BR > mc ? BR : mc;
+    kmax = BR > mc ? BR : mc; /* the most rows (k) and columns a packed B has */
     cmax = mc;
-    for (k = 0; k < 9; ++k) { /* dq .. po, the other sizes a packed B has as its k or its columns */
+    for (k = 0; k < 9; ++k) { /* d_q .. p_o */
         t = (&c->dq)[k];
         if (t > kmax) kmax = t;
         if (t > cmax) cmax = t;
     }
-    sz[18] = mha__mul(MHA__UP(cmax < MHA__CB ? cmax : MHA__CB, MHA__NR), kmax);
-    sz[19] = MHA__MR * (kmax < MHA__KC ? kmax : MHA__KC);
-    sz[20] = c->m <= MHA__BWC ? 0 : mha__mul(3, mha__mul(c->grp, c->n));
-    sz[21] = mha__mul(c->pv, c->po);
-    ptr[0] = &f->kt; ptr[1] = &f->kn; ptr[2] = &f->vt; ptr[3] = &f->vn; ptr[4] = &f->kc; ptr[5] = &f->vc;
-    ptr[6] = &f->dkc; ptr[7] = &f->dvc; ptr[8] = &f->wq; ptr[9] = &f->wqn; ptr[10] = &f->wo; ptr[11] = &f->s;
-    ptr[12] = &f->ds; ptr[13] = &f->qp; ptr[14] = &f->dh; ptr[15] = &f->ho; ptr[16] = &f->dqp; ptr[17] = &f->pa;
-    ptr[18] = &f->pb; ptr[19] = &f->tail; ptr[20] = &f->mx; ptr[21] = &f->gwo;
-    t = mha__parts_at(ws, sz, ptr, 22);
-    if (ws) {
+#define MHA__BWF_PART(name, floats) (ptr[parts] = &f->name, sz[parts++] = (floats))
+    MHA__BWF_PART(kt, mha__mul(mcn, c->pk));
+    MHA__BWF_PART(kn, mha__mul(MHA__UP(c->pk, MHA__NR), mc));
+    MHA__BWF_PART(vt, mha__mul(mcn, c->pv));
+    MHA__BWF_PART(vn, mha__mul(MHA__UP(c->pv, MHA__NR), mc));
+    MHA__BWF_PART(kc, mha__mul(mc, c->pk));
+    MHA__BWF_PART(vc, mha__mul(mc, c->pv));
+    MHA__BWF_PART(dkc, mha__mul(c->pk, f->mcp));
+    MHA__BWF_PART(dvc, mha__mul(c->pv, f->mcp));
+    MHA__BWF_PART(wq, mha__mul(MHA__UP(c->pq, MHA__NR), c->dq));
+    MHA__BWF_PART(s, mha__mul(BR, f->mcp));
+    MHA__BWF_PART(ds, mha__mul(BR, f->mcp));
+    MHA__BWF_PART(qp, BR * c->pq);
+    MHA__BWF_PART(dh, BR * c->pv);
+    MHA__BWF_PART(ho, BR * c->pv);
+    MHA__BWF_PART(dqp, BR * c->pq);
+    MHA__BWF_PART(pa, mha__mul(MHA__UP(pw, MHA__MR), BR));
+    MHA__BWF_PART(pb, mha__mul(MHA__UP(cmax < MHA__CB ? cmax : MHA__CB, MHA__NR), kmax));
+    MHA__BWF_PART(tail, MHA__MR * (kmax < MHA__KC ? kmax : MHA__KC));
+    MHA__BWF_PART(gwo, mha__mul(c->pv, c->po));
+#undef MHA__BWF_PART
+    t = mha__parts_at(ws, sz, ptr, parts);
+    if (ws) { /* several chunks: the rows' statistics, [grp][n] each, past the parts */
+        f->mx = ws + (t - MHA_WORKSPACE_ALIGN) / sizeof(float);
         f->l = f->mx + c->grp * c->n;
         f->dd = f->l + c->grp * c->n;
     }
-    return t;
+    return mha__add(t, c->m <= MHA__BWC ? 0 : mha__mul(mha__mul(3, sizeof(float)), mha__mul(c->grp, c->n)));
 }
 
 /* Packs B = W [k][cols] (row-major, row stride ldw, of element type `type`)
@@ -4473,13 +4550,14 @@ MHA__PRIVATE void mha__pack_n(const void *w, int type, size_t ldw, size_t k, siz
 /* C [rows][cols] (=, or += with acc) A B (+ bias on columns), with A
    [rows][k] row-major (lda), or given as A^T [k][rows] (ta: copied into pa,
    padded to MR rows); B from b at element bo, of type bt: [k][cols]
-   (row stride ldb), or given as B^T [cols][k] (tb); packed into pb CB
-   columns at a time. */
+   (row stride ldb), or given as B^T [cols][k] (tb). A float B [k][cols] is
+   read in place for its whole panels of NR columns; the rest is packed
+   into pb, CB columns at a time. */
 MHA__PRIVATE void mha__bwf_mm(const mha__bwf *f, size_t rows, size_t cols, size_t k, const float *a, size_t lda,
                               int ta, const void *b, int bt, size_t bo, size_t ldb, int tb, float *c, size_t ldc,
                               int acc, const float *bias) {
     mha__gemm_args ga;
-    size_t c0, cw, r, e;
+    size_t c0 = 0, cw, r, e;
     if (rows == 0 || cols == 0) return;
     if (ta) {
         for (e = 0; e < k; ++e)
@@ -4488,7 +4566,17 @@ MHA__PRIVATE void mha__bwf_mm(const mha__bwf *f, size_t rows, size_t cols, size_
         a = f->pa;
         lda = k;
     }
-    for (c0 = 0; c0 < cols; c0 += MHA__CB) {
+    if (!tb && bt == MHA_F32 && cols >= MHA__NR) { /* whole panels in place */
+        c0 = cols / MHA__NR * MHA__NR;
+        ga = mha__mm(rows, c0, k, a, lda, (const float *)b + bo, c, ldc);
+        ga.bps = MHA__NR;
+        ga.ldb = ldb;
+        ga.acc = acc;
+        ga.tail = f->tail;
+        ga.bias = bias;
+        mha__gemm(&ga);
+    }
+    for (; c0 < cols; c0 += MHA__CB) {
         cw = cols - c0 < MHA__CB ? cols - c0 : MHA__CB;
         if (tb)
             mha__pack_t(mha__elt(b, bt, bo + c0 * ldb), bt, ldb, cw, k, f->pb);
@@ -4545,9 +4633,8 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->qp + r * pq, 1, 0, MHA__QPOS(c, t0 + r), NULL);
 #endif
     if (f->pass != 1) {
-        ga = mha__mm(rv, pv, c->po, dout, c->po, f->wo, f->dh, pv);
-        ga.tail = f->tail;
-        mha__gemm(&ga);
+        mha__bwf_mm(f, rv, pv, c->po, dout, c->po, 0, c->w->w_o, MHA__WTYPE(c), i * pv, c->h * pv, 0, f->dh, pv, 0,
+                    NULL);
     }
 
     /* S [rv][cl] under the rules, then P (pass 1: the statistics only) */
@@ -4575,6 +4662,10 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         if (f->pass == 0) {
             mx = mha__rowmax(x, cp, sink);
             sum = mha__softmax(x, cp, mx) + mha__weight(sink, mx);
+        } else if (f->pass == 2) { /* e^(s - mx), unnormalised; with the forward's statistics also their sum */
+            sum = mha__softmax(x, cp, f->mx[at + r]);
+            if (B->lse) f->l[at + r] += sum;
+            continue;
         } else {
             mx = f->mx[at + r];
             sum = f->l[at + r];
@@ -4631,12 +4722,9 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->dqp + r * pq, 1, 0, -MHA__QPOS(c, t0 + r), NULL);
 #endif
     /* through W_q^(i): d_queries, gW_q, gb_q */
-    if (B->dq) {
-        ga = mha__mm(rv, c->dq, pq, f->dqp, pq, f->wqn, B->dq + row0 * c->dq, c->dq);
-        ga.acc = 1;
-        ga.tail = f->tail;
-        mha__gemm(&ga);
-    }
+    if (B->dq)
+        mha__bwf_mm(f, rv, c->dq, pq, f->dqp, pq, 0, c->w->w_q, MHA__WTYPE(c), i * pq * c->dq, c->dq, 0,
+                    B->dq + row0 * c->dq, c->dq, 1, NULL);
     if (g && g->w_q)
         mha__bwf_mm(f, pq, c->dq, rv, f->dqp, pq, 1, xq, MHA_F32, 0, c->dq, 0, g->w_q + i * pq * c->dq, c->dq, 1,
                     NULL);
@@ -4711,9 +4799,6 @@ MHA__PRIVATE void mha__bwf_pass(mha__bwf *f, int pass) {
         for (l = 0; l < c->grp; ++l) {
             i = f->g * c->grp + l; /* head i's weights as panels */
             mha__pack_t(mha__elt(c->w->w_q, type, i * c->pq * c->dq), type, c->dq, c->pq, c->dq, f->wq);
-            if (pass != 1) mha__pack_n(mha__elt(c->w->w_o, type, i * c->pv), type, c->h * c->pv, c->po, c->pv, f->wo);
-            if (pass == 0 || pass == 3)
-                mha__pack_n(mha__elt(c->w->w_q, type, i * c->pq * c->dq), type, c->dq, c->pq, c->dq, f->wqn);
             if (f->B->g && f->B->g->w_o && (pass == 0 || pass == 3)) mha__zero(f->gwo, c->pv * c->po);
             for (t0 = 0; t0 < c->n; t0 += f->br)
                 mha__bwf_block(f, l, t0, c->n - t0 < f->br ? c->n - t0 : f->br);
@@ -4746,18 +4831,25 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha
                 mha__bwf_pass(f, 0);
                 continue;
             }
-            for (l = 0; l < c->grp; ++l) /* each row's statistics start at its sink */
+            for (l = 0; l < c->grp; ++l) /* each row's max (or the forward's log-sum-exp), sum and D start */
                 for (t = 0; t < c->n; ++t) {
                     at = l * c->n + t;
 #if !MHA_NO_EXTRAS
                     sink = mha__row_sink(c, f->g * c->grp + l, MHA__SLOPE(c, f->g * c->grp + l), MHA__QPOS(c, t));
 #endif
                     f->mx[at] = sink;
-                    f->l[at] = sink == ninf ? 0.0f : 1.0f;
+                    if (B->lse) {
+                        f->mx[at] = B->lse[(b * c->h + f->g * c->grp + l) * c->n + t];
+#if !MHA_NO_EXTRAS
+                        f->mx[at] += MHA__LSE_SHIFT(c, MHA__SLOPE(c, f->g * c->grp + l), t);
+#endif
+                    }
+                    f->l[at] = mha__weight(sink, f->mx[at]); /* the sink's term */
                     f->dd[at] = 0.0f;
                 }
-            mha__bwf_pass(f, 1);
-            mha__bwf_pass(f, 2);
+            if (!B->lse) mha__bwf_pass(f, 1); /* the max and sum */
+            mha__bwf_pass(f, 2);              /* D, from e^(s - max) (and with lse the sum) */
+            for (at = 0; at < c->grp * c->n; ++at) f->dd[at] = f->l[at] == 0.0f ? 0.0f : f->dd[at] / f->l[at];
             mha__bwf_pass(f, 3);
         }
     }
@@ -4805,9 +4897,10 @@ MHADEF size_t mha_backward_reference_workspace_size(const mha_shape *shape, int3
    so that its frame (the mha__ctx it checks) is gone when the work runs. */
 MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                              int32_t m, const float *queries, const float *keys, const float *values,
-                                             const mha_mask *mask, const float *d_out, float *d_queries,
-                                             float *d_keys, float *d_values, const mha_grads *grads,
-                                             void *workspace, size_t workspace_bytes, int fast) {
+                                             const mha_mask *mask, const float *lse, const float *d_out,
+                                             float *d_queries, float *d_keys, float *d_values,
+                                             const mha_grads *grads, void *workspace, size_t workspace_bytes,
+                                             int fast) {
     mha__ctx c;
     mha__bwd *B;
     unsigned char *ws;
@@ -4829,6 +4922,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_
     B->k = keys;
     B->v = values;
     B->dout = d_out;
+    B->lse = lse;
     B->dq = d_queries;
     B->dk = d_keys;
     B->dv = d_values;
@@ -4857,10 +4951,10 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_go(unsigned char *ws, int fast) {
 
 MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
                                const float *queries, const float *keys, const float *values, const mha_mask *mask,
-                               const float *d_out, float *d_queries, float *d_keys, float *d_values,
-                               const mha_grads *grads, void *workspace, size_t workspace_bytes) {
-    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, d_out, d_queries, d_keys, d_values,
-                            grads, workspace, workspace_bytes, 1);
+                               const float *lse, const float *d_out, float *d_queries, float *d_keys,
+                               float *d_values, const mha_grads *grads, void *workspace, size_t workspace_bytes) {
+    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, lse, d_out, d_queries, d_keys,
+                            d_values, grads, workspace, workspace_bytes, 1);
     if (st != MHA__RUN) return (mha_status)st;
     mha__bwd_go((unsigned char *)mha__align(workspace), 1);
     return MHA_OK;
@@ -4868,11 +4962,11 @@ MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int
 
 MHADEF mha_status mha_backward_reference(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                          int32_t m, const float *queries, const float *keys, const float *values,
-                                         const mha_mask *mask, const float *d_out, float *d_queries,
-                                         float *d_keys, float *d_values, const mha_grads *grads, void *workspace,
-                                         size_t workspace_bytes) {
-    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, d_out, d_queries, d_keys, d_values,
-                            grads, workspace, workspace_bytes, 0);
+                                         const mha_mask *mask, const float *lse, const float *d_out,
+                                         float *d_queries, float *d_keys, float *d_values, const mha_grads *grads,
+                                         void *workspace, size_t workspace_bytes) {
+    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, lse, d_out, d_queries, d_keys,
+                            d_values, grads, workspace, workspace_bytes, 0);
     if (st != MHA__RUN) return (mha_status)st;
     mha__bwd_go((unsigned char *)mha__align(workspace), 0);
     return MHA_OK;

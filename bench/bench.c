@@ -289,7 +289,7 @@ static void bench_backward(double budget, const char *only, int row_only) {
         start = now();
         while (runs < 200 && (runs < 3 || now() - start < budget)) {
             t0 = now();
-            if (mha_backward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, dout, dq, dk, dv, &g, ws, bytes) != MHA_OK) exit(1);
+            if (mha_backward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, NULL, dout, dq, dk, dv, &g, ws, bytes) != MHA_OK) exit(1);
             times[runs++] = now() - t0;
         }
         qsort(times, runs, sizeof times[0], cmp_double);

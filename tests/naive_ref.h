@@ -31,6 +31,10 @@ static double naive_slope(int32_t h, int32_t i) {
     return i < p ? pow(2.0, -8.0 * (i + 1) / p) : pow(2.0, -4.0 * (2 * (i - p) + 1) / p);
 }
 
+/* When set, naive_forward also writes each row's log-sum-exp here,
+   [batch][heads][n] (-inf for a row that sees no key and has no sink). */
+static double *naive_lse;
+
 /* out[batch][n][p_o] and (if attn) attn[batch][heads][n][m], in double.
    The shape and sizes must be valid. */
 static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
@@ -116,6 +120,9 @@ static void naive_forward(const mha_shape *s, const mha_weights *w, int32_t batc
                     sum += sc[j];
                 }
                 if (w->sinks) sum += exp((double)w->sinks[i] - mx);
+                if (naive_lse)
+                    naive_lse[((size_t)b * (size_t)H + (size_t)i) * (size_t)n + (size_t)t] =
+                        any || w->sinks ? mx + log(sum) : -HUGE_VAL;
                 for (a = 0; a < pv; ++a) cat[i * pv + a] = 0.0;
                 for (j = 0; j < m; ++j) {
                     double p = any ? sc[j] / sum : 0.0;

@@ -90,7 +90,7 @@ static void check_case(const char *what, fd_case *fc) {
     g.a_q = tu_floats(wc.a_q, 0.0f); g.a_k = tu_floats(wc.a_k, 0.0f); g.a_v = tu_floats(wc.a_v, 0.0f);
     g.sinks = tu_floats((size_t)p->s.heads, 0.0f);
     for (k = 0; k < wc.w_q; ++k) g.w_q[k] = 0.0f; /* tu_floats(.., 0) is already 0: kept explicit */
-    CHECK(mha_backward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, &fc->mask, fc->dout, dq, dk, dv, &g, ws,
+    CHECK(mha_backward(&p->s, &p->w, p->batch, p->n, p->m, p->q, p->k, p->v, &fc->mask, NULL, fc->dout, dq, dk, dv, &g, ws,
                        bytes) == MHA_OK,
           "%s: mha_backward", what);
     compare(fc, what, "d_queries", p->q, dq, nq);
@@ -135,11 +135,12 @@ static void make_case(fd_case *fc, const mha_shape *s, int32_t batch, int32_t n,
 typedef struct fast_case {
     const char *name;
     int32_t heads, kv, dq, dk, dv, pqk, pv, po, additive, batch, n, m;
-    int masks; /* 1 causal (offset m - n), 2 valid lengths per query (some 0), 4 keep, 8 bias */
+    int masks; /* 1 causal (offset m - n), 2 valid lengths per query (some 0), 4 keep, 8 bias, 16 causal offset
+                  100000 (every key visible, each row's logits shifted: ALiBi's reference distance) */
     int knobs; /* 1 RoPE, 2 ALiBi, 4 soft-cap, 8 sinks, 16 f16 weights, 32 bf16 weights, 64 some outputs NULL */
 } fast_case;
 
-static double fast_worst;
+static double fast_worst, lse_worst;
 
 static void fast_compare(const char *what, const char *name, const float *got, const float *ref, size_t count,
                          int exact) {
@@ -168,6 +169,7 @@ static void check_fast(void) {
         {"RoPE, ALiBi, sinks, causal", 4, 1, 16, 12, 16, 8, 6, 10, 0, 1, 70, 60, 1, 1 | 2 | 8},
         {"2 key chunks, every mask", 2, 1, 12, 12, 12, 8, 8, 12, 0, 1, 60, 1100, 15, 0},
         {"5 key chunks, RoPE, ALiBi, sinks", 2, 2, 8, 8, 8, 4, 4, 8, 0, 2, 40, 1300, 1, 1 | 2 | 8},
+        {"3 key chunks, ALiBi far from the keys", 2, 1, 8, 8, 8, 4, 4, 8, 0, 1, 20, 700 + 500, 16, 2},
         {"f16 weights, some outputs NULL", 3, 3, 20, 20, 20, 8, 8, 20, 0, 1, 50, 70, 1, 16 | 64},
         {"bf16 weights, GQA", 4, 2, 20, 16, 12, 8, 8, 12, 0, 1, 40, 45, 0, 32},
         {"additive: the reference's", 2, 1, 8, 8, 8, 4, 4, 8, 1, 1, 30, 20, 1, 0},
@@ -181,10 +183,13 @@ static void check_fast(void) {
         tu_w16 w16;
         mha_mask mask;
         mha_weight_counts wc;
-        mha_grads g[2];
+        mha_grads g[3];
         const mha_weights *w;
-        float *arr[2][15], *dout;
-        size_t counts[15], bytes[2], k, r;
+        float *arr[3][15], *dout, *lse, *fout;
+        double *dlse, *dref, lerr = 0.0;
+        void *fws;
+        size_t nl = (size_t)fc->batch * (size_t)fc->heads * (size_t)fc->n;
+        size_t counts[15], bytes[3], k, r;
         int32_t *lens = NULL, path;
         uint8_t *keep = NULL;
         float *bias = NULL;
@@ -204,9 +209,9 @@ static void check_fast(void) {
             w = &w16.w16;
         }
         memset(&mask, 0, sizeof mask);
-        if (fc->masks & 1) {
+        if (fc->masks & 17) {
             mask.causal = 1;
-            mask.causal_offset = fc->m - fc->n;
+            mask.causal_offset = (fc->masks & 16) ? 100000 : fc->m - fc->n;
         }
         if (fc->masks & 2) {
             lens = (int32_t *)malloc((size_t)fc->batch * (size_t)fc->n * sizeof *lens);
@@ -232,9 +237,29 @@ static void check_fast(void) {
         counts[3] = wc.w_q; counts[4] = wc.b_q; counts[5] = wc.w_k; counts[6] = wc.b_k; counts[7] = wc.w_v;
         counts[8] = wc.b_v; counts[9] = wc.w_o; counts[10] = wc.b_o; counts[11] = wc.a_q; counts[12] = wc.a_k;
         counts[13] = wc.a_v; counts[14] = (size_t)s.heads;
-        bytes[0] = mha_backward_workspace_size(&s, fc->batch, fc->n, fc->m);
+        /* the forward's statistics (mha_forward_lse) against the double forward's */
+        lse = tu_floats(nl, 0.0f);
+        fout = tu_floats((size_t)fc->batch * (size_t)fc->n * (size_t)fc->po, 0.0f);
+        dlse = (double *)malloc(nl * sizeof(double));
+        dref = (double *)malloc((size_t)fc->batch * (size_t)fc->n * (size_t)fc->po * sizeof(double));
+        fws = malloc(mha_workspace_size(&s, fc->batch, fc->n, fc->m));
+        CHECK(mha_forward_lse(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v, &mask, fout, lse, fws,
+                              mha_workspace_size(&s, fc->batch, fc->n, fc->m)) == MHA_OK,
+              "%s: mha_forward_lse", fc->name);
+        naive_lse = dlse;
+        naive_forward(&s, (fc->knobs & 48) ? &w16.w32 : &p.w, fc->batch, fc->n, fc->m, p.q, p.k, p.v, &mask, dref, NULL);
+        naive_lse = NULL;
+        for (r = 0; r < nl; ++r) {
+            const double d = dlse[r] == -HUGE_VAL ? (lse[r] == -INFINITY ? 0.0 : 1.0) : fabs((double)lse[r] - dlse[r]) /
+                                                                                           (1.0 + fabs(dlse[r]));
+            if (!(d <= lerr)) lerr = d;
+        }
+        CHECK(lerr <= 1e-5, "%s: mha_forward_lse differs from the double forward's by %.3g (relative to 1 + |lse|)",
+              fc->name, lerr);
+        if (lerr > lse_worst) lse_worst = lerr;
+        bytes[0] = bytes[2] = mha_backward_workspace_size(&s, fc->batch, fc->n, fc->m);
         bytes[1] = mha_backward_reference_workspace_size(&s, fc->batch, fc->n, fc->m);
-        for (path = 0; path < 2; ++path) {
+        for (path = 0; path < 3; ++path) {
             void *ws = malloc(bytes[path]);
             mha_status st;
             for (k = 0; k < 15; ++k) /* the weights' gradients start at 0.5: they are added to */
@@ -246,17 +271,26 @@ static void check_fast(void) {
             g[path].b_k = arr[path][6]; g[path].w_v = arr[path][7]; g[path].b_v = arr[path][8];
             g[path].w_o = arr[path][9]; g[path].b_o = arr[path][10]; g[path].a_q = arr[path][11];
             g[path].a_k = arr[path][12]; g[path].a_v = arr[path][13]; g[path].sinks = arr[path][14];
-            st = (path ? mha_backward_reference : mha_backward)(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v, &mask,
-                                                                 dout, arr[path][0], arr[path][1], arr[path][2],
-                                                                 &g[path], ws, bytes[path]);
-            CHECK(st == MHA_OK, "%s: %s", fc->name, path ? "mha_backward_reference" : "mha_backward");
+            st = (path == 1 ? mha_backward_reference : mha_backward)(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v,
+                                                                      &mask, path == 2 ? lse : NULL, dout,
+                                                                      arr[path][0], arr[path][1], arr[path][2],
+                                                                      &g[path], ws, bytes[path]);
+            CHECK(st == MHA_OK, "%s: %s", fc->name, path == 1 ? "mha_backward_reference" : "mha_backward");
             free(ws);
         }
-        for (k = 0; k < 15; ++k)
-            if (arr[0][k] && counts[k]) fast_compare(fc->name, names[k], arr[0][k], arr[1][k], counts[k], exact);
+        for (k = 0; k < 15; ++k) /* without and with the forward's statistics */
+            if (arr[0][k] && counts[k]) {
+                fast_compare(fc->name, names[k], arr[0][k], arr[1][k], counts[k], exact);
+                fast_compare(fc->name, names[k], arr[2][k], arr[1][k], counts[k], exact);
+            }
         printf("fast path: %-36s %s\n", fc->name, exact ? "the reference's, bit for bit" : "agrees with the reference");
-        for (path = 0; path < 2; ++path)
+        for (path = 0; path < 3; ++path)
             for (k = 0; k < 15; ++k) free(arr[path][k]);
+        free(lse);
+        free(fout);
+        free(dlse);
+        free(dref);
+        free(fws);
         if (fc->knobs & 48) tu_w16_free(&w16);
         free(dout);
         free(lens);
@@ -266,6 +300,7 @@ static void check_fast(void) {
     }
     printf("fast path against the reference: worst %.3f of %.0e (1 + max |ref|)%s\n", fast_worst, FTOL,
            mha_build_info().fast ? "" : " (MHA_FAST 0: both are the reference)");
+    printf("mha_forward_lse against the double forward: worst %.2e relative to 1 + |lse|\n", lse_worst);
 }
 
 /* The PyTorch cases: every gradient within 1e-5 (1 + max |ref|). */
@@ -292,7 +327,7 @@ static void check_torch(void) {
         for (k = 0; k < 15; ++k) got[k] = bc->grad[k] ? tu_floats(counts[k], 0.0f) : NULL;
         g.w_q = got[3]; g.b_q = got[4]; g.w_k = got[5]; g.b_k = got[6]; g.w_v = got[7]; g.b_v = got[8];
         g.w_o = got[9]; g.b_o = got[10]; g.a_q = got[11]; g.a_k = got[12]; g.a_v = got[13]; g.sinks = got[14];
-        st = mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask,
+        st = mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask, NULL,
                           bc->d_out, got[0], got[1], got[2], &g, ws, bytes);
         if (TB_NO_EXTRAS && (bc->shape.rope_dim || bc->shape.alibi || bc->shape.softcap != 0.0f || bc->w.sinks)) {
             CHECK(st == MHA_ERR_SHAPE, "PyTorch %s/%s: the knobs refused under MHA_NO_EXTRAS", bc->group, bc->name);
@@ -343,11 +378,11 @@ static void check_accumulate(void) {
     once = tu_floats(wc.w_k, 0.0f);
     nk = (size_t)2 * 3 * (size_t)s.d_k;
     dk = tu_floats(nk, 0.0f);
-    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, dk, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, NULL, dk, NULL, &g, ws, bytes) ==
               MHA_OK,
           "accumulate: first call");
     memcpy(once, g.w_k, wc.w_k * sizeof(float));
-    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, NULL, NULL, &g, ws,
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, NULL, NULL, NULL, &g, ws,
                        bytes) == MHA_OK,
           "accumulate: second call");
     for (k = 0; k < wc.w_k; ++k) doubled &= fabsf(g.w_k[k] - 2.0f * once[k]) <= 1e-6f * (1.0f + fabsf(once[k]));
@@ -355,7 +390,7 @@ static void check_accumulate(void) {
     for (k = 0; k < (size_t)3 * (size_t)s.d_k; ++k) finite &= dk[k] == 0.0f; /* entry 0's keys: no gradient */
     CHECK(doubled, "accumulate: a second call adds the same gradient (to float rounding)");
     CHECK(finite, "accumulate: finite, and 0 for keys no query sees");
-    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, NULL, NULL, NULL, ws,
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, NULL, NULL, NULL, NULL, ws,
                        bytes) == MHA_OK,
           "accumulate: nothing wanted");
     free(g.w_k); free(once); free(dk); free(ws);
@@ -380,12 +415,12 @@ static void check_bias_inf(void) {
     r1 = tu_floats(nk, 0.0f);
     r2 = tu_floats(nk, 0.0f);
     fc.mask.bias = bias_inf;
-    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, r1, NULL, NULL, ws,
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, NULL, r1, NULL, NULL, ws,
                        bytes) == MHA_OK,
           "bias -inf: call");
     fc.mask.bias = bias_fin;
     fc.mask.keep = keep;
-    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, NULL, r2, NULL, NULL, ws,
+    CHECK(mha_backward(&s, &fc.p.w, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, NULL, r2, NULL, NULL, ws,
                        bytes) == MHA_OK,
           "bias -inf: keep call");
     CHECK(memcmp(r1, r2, nk * sizeof(float)) == 0 && tu_all_finite(r1, nk),
@@ -423,9 +458,9 @@ static void check_16bit(void) {
         memset(&g32, 0, sizeof g32);
         g16.w_q = gr[0][0]; g16.w_k = gr[0][1]; g16.w_v = gr[0][2]; g16.w_o = gr[0][3];
         g32.w_q = gr[1][0]; g32.w_k = gr[1][1]; g32.w_v = gr[1][2]; g32.w_o = gr[1][3];
-        CHECK(mha_backward(&s, &b.w16, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[0], NULL, NULL, &g16, ws,
+        CHECK(mha_backward(&s, &b.w16, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq[0], NULL, NULL, &g16, ws,
                            bytes) == MHA_OK &&
-                  mha_backward(&s, &b.w32, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq[1], NULL, NULL, &g32, ws,
+                  mha_backward(&s, &b.w32, 2, 3, 4, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq[1], NULL, NULL, &g32, ws,
                                bytes) == MHA_OK,
               "16-bit weights: calls");
         for (k = 0; k < 4; ++k) same &= memcmp(gr[0][k], gr[1][k], counts[k] * sizeof(float)) == 0;
@@ -458,35 +493,35 @@ static void check_bad_input(void) {
     for (k = 0; k < 32; ++k) gw[k] = canary;
     for (k = 0; k < 64; ++k) dq[k] = canary;
     g.w_q = gw;
-    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, dq, NULL, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, NULL, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_NULL,
           "bad input: d_out NULL");
-    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws,
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws,
                        bytes - 1) == MHA_ERR_WORKSPACE,
           "bad input: workspace one byte short");
     fc.mask.valid_lens = lens;
-    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, fc.dout, dq, NULL, NULL, &g, ws,
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, dq, NULL, NULL, &g, ws,
                        bytes) == MHA_ERR_MASK,
           "bad input: valid length 4 > m = 3");
     r = s;
     r.rope_dim = 3; /* odd */
-    CHECK(mha_backward(&r, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&r, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_SHAPE,
           "bad input: an odd rotary dimension");
     w16 = fc.p.w;
     w16.type = 3;
-    CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_SHAPE,
           "bad input: weight type 3");
     w16 = fc.p.w;
     w16.w_o = NULL;
-    CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&s, &w16, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_NULL,
           "bad input: W_o NULL");
-    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, NULL, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, NULL, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_NULL,
           "bad input: keys NULL");
-    CHECK(mha_backward(&s, &fc.p.w, -1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
+    CHECK(mha_backward(&s, &fc.p.w, -1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws, bytes) ==
               MHA_ERR_SHAPE,
           "bad input: batch -1");
     CHECK(mha_backward_workspace_size(&s, 1, INT32_MAX, INT32_MAX) == 0 || sizeof(size_t) > 4,
@@ -494,7 +529,7 @@ static void check_bad_input(void) {
     for (k = 0; k < 32; ++k) untouched &= gw[k] == canary;
     for (k = 0; k < 64; ++k) untouched &= dq[k] == canary;
     CHECK(untouched, "bad input: nothing written");
-    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, fc.dout, dq, NULL, NULL, &g, ws + 1,
+    CHECK(mha_backward(&s, &fc.p.w, 1, 3, 3, fc.p.q, fc.p.k, fc.p.v, NULL, NULL, fc.dout, dq, NULL, NULL, &g, ws + 1,
                        bytes) == MHA_OK,
           "bad input: the exact size at an odd address works");
     free(ws);

@@ -102,7 +102,7 @@ int main(void) {
             for (i = 0; i < sizes[k]; ++i) grads.a[k][i] = 0.0f;
         /* self-attention: the input is queries, keys and values at once, so its gradient would be
            the sum of the three; the weights' gradients are what SGD needs */
-        if (mha_backward(&s, &sw, B, N, N, x, x, x, &causal, d_out, NULL, NULL, NULL, &g, workspace,
+        if (mha_backward(&s, &sw, B, N, N, x, x, x, &causal, NULL, d_out, NULL, NULL, NULL, &g, workspace,
                          sizeof workspace)) {
             printf("train: backward failed\n0 passed, 1 failed\n");
             return 1;

@@ -220,7 +220,7 @@ int main(void) {
         g.w_o = part[9]; g.b_o = part[10]; g.a_q = part[11]; g.a_k = part[12]; g.a_v = part[13]; g.sinks = part[14];
         check(ok && bytes > 0 && bytes <= sizeof workspace, "fits the buffers", bc->name);
         if (!ok || bytes == 0 || bytes > sizeof workspace) continue;
-        check(mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask,
+        check(mha_backward(&bc->shape, &bc->w, bc->batch, bc->n, bc->m, bc->queries, bc->keys, bc->values, &bc->mask, NULL,
                            bc->d_out, part[0], part[1], part[2], &g, workspace, bytes) == MHA_OK,
               "mha_backward status", bc->name);
         for (k = 0; k < 15; ++k) {

@@ -140,7 +140,7 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
     ws_block = (uint8_t *)malloc(off + bytes + 1);
     ws = (mode & 3) == 2 && mode > 200 ? NULL : ws_block + off;
     want = (mode & 3) == 1 || !ws ? MHA_ERR_WORKSPACE : MHA_OK;
-    got = mha_backward(s, w, batch, n, m, q, k, v, mask, dout, dq, dk, dv, NULL, ws, bytes);
+    got = mha_backward(s, w, batch, n, m, q, k, v, mask, NULL, dout, dq, dk, dv, NULL, ws, bytes);
     if (got != want) FZ_FAIL("backward: status %d, predicted %d", (int)got, (int)want);
     if (got != MHA_OK) {
         for (j = 0; dq && j < nq; ++j) ok &= dq[j] == 7.0f;
