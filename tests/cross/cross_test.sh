@@ -131,6 +131,7 @@ linux() { # linux NAME RUNNER CC ARGS...
     build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $SUITE -lm || ok=0
     build "$B/$name-decode" "$@" -O2 -std=c99 -Itests $DECODE -lm || ok=0
     build "$B/$name-backward" "$@" -O2 -std=c99 -Itests $BACKWARD -lm || ok=0
+    build "$B/$name-backward-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $BACKWARD -lm || ok=0
     build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 "-DMHA__DCH=((size_t)256)" -Itests $DECODE -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
@@ -143,7 +144,7 @@ linux() { # linux NAME RUNNER CC ARGS...
     out=$(sh tests/run.sh "$runner $B/$name-mha" "$runner $B/$name-hostile" "$runner $B/$name-replay $CORPUS" \
         "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" \
         "$runner $B/$name-fast" "$runner $B/$name-mha-fast" "$runner $B/$name-decode" "$runner $B/$name-backward" \
-        "$runner $B/$name-decode-fast" ${fastp:+"$fastp"} 2>&1)
+        "$runner $B/$name-backward-fast" "$runner $B/$name-decode-fast" ${fastp:+"$fastp"} 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
 }
