@@ -3557,7 +3557,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
 
 /* The call state into the workspace for mha__compute (see mha__layout);
    returns MHA__RUN. */
-#define MHA__KEEP_REF(c, workspace) (mha__layout(c, (size_t *)(void *)(mha__align(workspace) + sizeof *(c) / 4)), MHA__RUN)
+#define MHA__KEEP_REF(c, workspace) \
+    (mha__layout(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + sizeof *(c))), MHA__RUN)
 #if MHA_FAST /* the fast stages keep their own parts: the state alone, copied as a struct */
 #define MHA__KEEP(c, workspace) \
     ((c)->fast && !(c)->cache ? (*(mha__ctx *)(void *)mha__align(workspace) = *(c), MHA__RUN) : MHA__KEEP_REF(c, workspace))
