@@ -716,6 +716,12 @@ MHA__PRIVATE float mha__logf(float x) {
     p = z2 * (0.333333333f + z2 * (0.2f + z2 * (0.142857143f + z2 * (0.111111111f + z2 * 0.0909090909f))));
     return (float)e * 0.693145751953125f + ((float)e * 1.428606765330187e-06f + (z + z + (z + z) * p));
 }
+
+/* A row's log-sum-exp from its max and sum st (0: -inf), less ALiBi's shift
+   of the row: mha_forward_lse's statistic. */
+MHA__PRIVATE void mha__lse_put(float *lse, const float *st, float shift) {
+    *lse = (st[1] == 0.0f ? -(FLT_MAX * 2.0f) : st[0] + mha__logf(st[1])) - shift;
+}
 #endif
 
 /* ---- element types (MHA_F32, MHA_F16, MHA_BF16) ----------------------------
@@ -873,13 +879,15 @@ typedef struct mha__ctx {
     const mha_mask *mask;             /* NULL: none */
     const float *queries, *keys, *values;
     float *out, *attn;
-    float *lse;                       /* NULL, or mha_forward_lse's [batch][heads][n] */
     mha_cache *cache;                 /* NULL: none */
 #if !MHA_NO_EXTRAS
     const mha_shape *knobs;           /* the call's shape: RoPE, ALiBi, soft-cap (checked by mha__setup) */
     uint32_t rope_b[2];               /* RoPE's ratio of frequencies theta^(-2/r) = (rope_b[0] 2^32 + */
     int16_t rope_be;                  /* rope_b[1]) 2^(rope_be - 62), set by mha__rope_base before the work
                                          (|rope_be| < 300; 16 bits: the state still fits on AVR) */
+    float *lse;                       /* NULL, or mha_forward_lse's [batch][heads][n] */
+    void (*lse_put)(float *lse, const float *st, float shift); /* mha__lse_put, set where lse is: so
+                                         that only a program saving statistics links ln */
 #endif
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
@@ -932,8 +940,11 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
     c->w = w;
     c->mask = NULL;
     c->attn = NULL;
-    c->lse = NULL;
     c->cache = NULL;
+#if !MHA_NO_EXTRAS
+    c->lse = NULL;
+    c->lse_put = NULL;
+#endif
     c->scale = s->scale;
 #if MHA_FAST
     c->fast = 0;
@@ -1310,7 +1321,7 @@ MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, floa
     return c->w->sinks ? c->w->sinks[i] + slope * (float)MHA__DREF(c, qpos) : -(FLT_MAX * 2.0f);
 }
 #define MHA__SINK_PARAM , float sink
-#define MHA__LSE_PARAM , float *lse /* NULL, or where the row's log-sum-exp goes (mha_forward_lse) */
+#define MHA__LSE_PARAM , float *st /* NULL, or [2]: the row's max and sum go there (mha_forward_lse) */
 #define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
 #define MHA__EXTRA_ARG(x) , x
 #else
@@ -1424,7 +1435,10 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
     if (sink != -(FLT_MAX * 2.0f)) sum += mha__weight(sink, mx); /* with a sink */
 #endif
 #if !MHA_NO_EXTRAS
-    if (lse) *lse = sum == 0.0f ? -(FLT_MAX * 2.0f) : mx + mha__logf(sum); /* the row's log-sum-exp */
+    if (st) { /* the row's statistics: its max and sum */
+        st[0] = mx;
+        st[1] = sum;
+    }
 #endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
@@ -1880,11 +1894,18 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda
     mha__v b0, b1, ar, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z, i1 = bias ? mha__vload(bias + MHA__VL) : z;
     size_t p;
     MHA__EACH_ROW(MHA__K_INIT)
-    for (p = 0; p < k; ++p, b += ldb) {
-        b0 = mha__vload(b);
-        b1 = mha__vload(b + MHA__VL);
-        MHA__EACH_ROW(MHA__K_FMA)
-    }
+    if (ldb == MHA__NR) /* packed panels: a constant stride, which the loop's addressing folds in */
+        for (p = 0; p < k; ++p, b += MHA__NR) {
+            b0 = mha__vload(b);
+            b1 = mha__vload(b + MHA__VL);
+            MHA__EACH_ROW(MHA__K_FMA)
+        }
+    else
+        for (p = 0; p < k; ++p, b += ldb) {
+            b0 = mha__vload(b);
+            b1 = mha__vload(b + MHA__VL);
+            MHA__EACH_ROW(MHA__K_FMA)
+        }
     MHA__EACH_ROW(MHA__K_STORE)
 }
 
@@ -1899,10 +1920,16 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t ld
     mha__v b0, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;
     size_t p;
     MHA__EACH_ROW(MHA__K1_INIT)
-    for (p = 0; p < k; ++p, b += ldb) {
-        b0 = mha__vload(b);
-        MHA__EACH_ROW(MHA__K1_FMA)
-    }
+    if (ldb == MHA__NR)
+        for (p = 0; p < k; ++p, b += MHA__NR) {
+            b0 = mha__vload(b);
+            MHA__EACH_ROW(MHA__K1_FMA)
+        }
+    else
+        for (p = 0; p < k; ++p, b += ldb) {
+            b0 = mha__vload(b);
+            MHA__EACH_ROW(MHA__K1_FMA)
+        }
     MHA__EACH_ROW(MHA__K1_STORE)
 }
 
@@ -2808,8 +2835,8 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
 #if !MHA_NO_EXTRAS
     for (r = 0; r < rv && c->lse; ++r) { /* mha_forward_lse: each row's log-sum-exp */
-        float *lse = c->lse + (f->b * c->h + i) * c->n + t0 + r;
-        *lse = (l[r] == 0.0f ? -(FLT_MAX * 2.0f) : mx[r] + mha__logf(l[r])) - MHA__LSE_SHIFT(c, slope, t0 + r);
+        const float ls[2] = {mx[r], l[r]};
+        mha__lse_put(c->lse + (f->b * c->h + i) * c->n + t0 + r, ls, MHA__LSE_SHIFT(c, slope, t0 + r));
     }
 #endif
 }
@@ -3764,13 +3791,13 @@ MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
 #endif
 #if !MHA_NO_EXTRAS
         const float slope = MHA__SLOPE(c, i);
+        float st[2];
 #endif
         mha__pool(mha__attend(c, b, t, i MHA__EXTRA_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
                   MHA_F32, c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
-                  MHA__EXTRA_ARG(c->lse ? c->lse + (b * c->h + i) * c->n + t : NULL)
-                  MHA__EXTRA_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
+                  MHA__EXTRA_ARG(c->lse ? st : NULL) MHA__EXTRA_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
 #if !MHA_NO_EXTRAS
-        if (c->lse) c->lse[(b * c->h + i) * c->n + t] -= MHA__LSE_SHIFT(c, slope, t);
+        if (c->lse) c->lse_put(c->lse + (b * c->h + i) * c->n + t, st, MHA__LSE_SHIFT(c, slope, t));
 #endif
     }
 }
@@ -3997,7 +4024,13 @@ MHADEF mha_status mha_forward_lse(const mha_shape *shape, const mha_weights *w, 
     int st = mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, NULL, workspace, workspace_bytes, -1,
                         0 MHA__FAST_ARGS(1, NULL, NULL));
     if (MHA_NO_EXTRAS && lse && st == MHA__RUN) return MHA_ERR_SHAPE; /* no statistics in that build */
-    if (st == MHA__RUN) ((mha__ctx *)(void *)mha__align(workspace))->lse = lse; /* the call state's */
+#if !MHA_NO_EXTRAS
+    if (st == MHA__RUN) { /* into the call state */
+        mha__ctx *c = (mha__ctx *)(void *)mha__align(workspace);
+        c->lse = lse;
+        c->lse_put = mha__lse_put;
+    }
+#endif
     return mha__compute(st, workspace);
 }
 
