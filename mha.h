@@ -1433,8 +1433,6 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
     sum = mha__dot(sc, &one, 0, m, 0);
 #if !MHA_NO_EXTRAS
     if (sink != -(FLT_MAX * 2.0f)) sum += mha__weight(sink, mx); /* with a sink */
-#endif
-#if !MHA_NO_EXTRAS
     if (st) { /* the row's statistics: its max and sum */
         st[0] = mx;
         st[1] = sum;
@@ -4462,20 +4460,23 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, flo
    scoring and the soft-cap take the reference path). For batch entry b and
    kv head g the keys go in chunks of mc (all m keys when m <= MHA__BWC):
      1. K_c [mc][p_k] (rotated), V_c [mc][p_v] projected and packed as B
-        panels four ways (K_c^T, K_c, V_c^T, V_c); dK_c, dV_c from 0;
-     2. per head i of the group and block of rv <= BR query rows:
+        panels four ways (K_c^T, K_c, V_c^T, V_c); dK_c^T, dV_c^T from 0;
+     2. per head i of the group and block of rv <= br query rows:
           Q [rv][p_q] = X_q W_q^(i)^T + b_q (rotated), dH [rv][p_v] = dOut W_o^(i),
           S [rv][mc] = scale Q K_c^T under the rules (mha__fast_rules),
-          P = softmax(S) (one chunk), or exp(S - max) / sum from the row's
-              statistics (several chunks: passes 1 and 2 found them),
+          P = softmax(S) (one chunk), or e^(S - max) / sum with the row's
+              statistics (several chunks: from passes 1 and 2),
           dP = dH V_c^T, D = rowsum(P o dP) (one chunk; else pass 2's),
-          gW_o^(i) += dOut^T (P V_c), dS = scale P o (dP - D),
-          dV_c += P^T dH, dK_c += dS^T Q, dQ = dS K_c, and dQ back through
-          the rotation and W_q^(i) (d_queries, gW_q, gb_q);
+          gW_o^(i)^T += (P V_c)^T dOut, dS = scale P o (dP - D),
+          dV_c^T += dH^T P, dK_c^T += Q^T dS (the narrow factor transposed:
+          P and dS are read in place), dQ = dS K_c, and dQ back through the
+          rotation and W_q^(i) (d_queries, gW_q, gb_q);
      3. dK_c (back through the rotation) and dV_c through W_k^(g), W_v^(g).
    With several chunks, pass 1 finds each row's max and sum over the chunks
-   (online) and pass 2 its D; pass 3 is steps 1-3. The workspace has no term
-   in n x m, none in m x p beyond a chunk, and n only in those statistics. */
+   (online; skipped when the forward's lse is given, which then stands for
+   the max) and pass 2 its D (and with lse the sum); pass 3 is steps 1-3.
+   The workspace has no term in n x m, none in m x p beyond a chunk, and n
+   only in those statistics. */
 #define MHA__BR ((size_t)8 * MHA__MR) /* query rows per block */
 #define MHA__BWC ((size_t)1024)       /* keys up to this many: one chunk */
 #define MHA__BWCS ((size_t)256)       /* else chunks of this many keys */
