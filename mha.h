@@ -449,20 +449,22 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
                                   float *out);
 
-/* Training: the gradients of a forward pass (reference path; README,
-   "Training"). For mha_forward's inputs and the gradient of a loss with
+/* Training: the gradients of a forward pass (README, "Training"; the fast
+   path under MHA_FAST 1 for dot scoring without the soft-cap, else the
+   reference path). For mha_forward's inputs and the gradient of a loss with
    respect to its output, d_out [batch][n][p_o]:
+     lse      NULL, or the statistics mha_forward_lse saved for these inputs
+              (they spare a pass where the keys are many; NULL: recomputed)
      d_queries, d_keys, d_values  out (=), or NULL: the inputs' gradients
               [batch][n][d_q], [batch][m][d_k], [batch][m][d_v]; they must not
               overlap any input
      grads    NULL, or the weights' gradients, each NULL (not wanted) or ADDED
               to (+=, so that a caller sums a batch in parts), laid out as the
               weights they belong to
-   The probabilities are recomputed row by row from the inputs (nothing of
-   size n x m is kept, and nothing needs saving from the forward). Dot and
-   additive scoring, every mask, GQA, RoPE, ALiBi, the soft-cap, sinks and
-   16-bit weights (whose gradients are float). On an error nothing is
-   written. */
+   The probabilities are recomputed block by block from the inputs (nothing
+   of size n x m is kept). Dot and additive scoring, every mask, GQA, RoPE,
+   ALiBi, the soft-cap, sinks and 16-bit weights (whose gradients are float).
+   On an error nothing is written. */
 typedef struct mha_grads {
     float *w_q, *b_q, *w_k, *b_k, *w_v, *b_v, *w_o, *b_o; /* as mha_weights' */
     float *a_q, *a_k, *a_v;                               /* additive only */
