@@ -12,7 +12,9 @@
    sinks; a scale of its own. Also: gradients add up over calls (+=), NULL
    outputs are skipped, finite inputs give finite gradients where rows are
    fully masked, bad input gives its status with nothing written, and the
-   workspace has no n x m term (it doubles from n = m = 2048 to 4096). */
+   workspace has no n x m term (it doubles from n = m = 2048 to 4096). And
+   (check_fast) mha_backward against mha_backward_reference, with and without
+   the forward's statistics, and mha_forward_lse against the double forward. */
 #include "test_util.h"
 #include "naive_ref.h"
 #ifdef REF_BACKWARD_FILE
