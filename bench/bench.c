@@ -109,6 +109,38 @@ static double peak_bf16(void) {
 }
 #endif
 
+/* The shape of a row of SHAPES. */
+static mha_shape shape_of(const shape_row *r) {
+    mha_shape sh = {0};
+    sh.heads = r->heads; sh.kv_heads = r->kv;
+    sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
+    sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
+    sh.score = r->pa > 0 ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
+    sh.p_a = r->pa;
+    return sh;
+}
+
+/* Float weights for a row of SHAPES (counts c): uniform in +-sqrt(3 / fan_in),
+   biases in +-0.1, drawn in this order; free them with free_weights. */
+static mha_weights weights_of(const shape_row *r, const mha_weight_counts *c) {
+    mha_weights w = {0};
+    w.w_q = filled(c->w_q, sqrtf(3.0f / (float)r->dq)); w.b_q = filled(c->b_q, 0.1f);
+    w.w_k = filled(c->w_k, sqrtf(3.0f / (float)r->dk)); w.b_k = filled(c->b_k, 0.1f);
+    w.w_v = filled(c->w_v, sqrtf(3.0f / (float)r->dv)); w.b_v = filled(c->b_v, 0.1f);
+    w.w_o = filled(c->w_o, sqrtf(3.0f / (float)(r->heads * r->pv))); w.b_o = filled(c->b_o, 0.1f);
+    if (r->pa > 0) {
+        w.a_q = filled(c->a_q, sqrtf(3.0f / (float)r->pq));
+        w.a_k = filled(c->a_k, sqrtf(3.0f / (float)r->pq));
+        w.a_v = filled(c->a_v, sqrtf(3.0f / (float)r->pa));
+    }
+    return w;
+}
+static void free_weights(mha_weights *w) {
+    free((void *)w->w_q); free((void *)w->b_q); free((void *)w->w_k); free((void *)w->b_k);
+    free((void *)w->w_v); free((void *)w->b_v); free((void *)w->w_o); free((void *)w->b_o);
+    free((void *)w->a_q); free((void *)w->a_k); free((void *)w->a_v);
+}
+
 enum { FAST, FAST2, REF };
 /* Median (and *min) ms of repeated calls of one path, for `budget` seconds, 3 to 200 runs. */
 static double time_ms(int path, double budget, const mha_shape *sh, const mha_weights *w, const shape_row *r,
@@ -156,7 +188,7 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
     printf("|---|---|---|---|---|---|---|---|\n");
     for (s = 0; s < count; ++s) {
         const shape_row *r = &SHAPES[s];
-        mha_shape sh = {0};
+        mha_shape sh = shape_of(r);
         mha_weights w = {0}, wb;
         mha_weight_counts c;
         double t32[200], t16[200], t0, start, diff = 0.0, ms32, ms16;
@@ -166,9 +198,6 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
         size_t wn[4];
         void *ws, *p32, *p16;
         if (!strchr(names, r->name[0]) || (strcmp(only, "all") != 0 && strcmp(only, r->name) != 0)) continue;
-        sh.heads = r->heads; sh.kv_heads = r->kv;
-        sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
-        sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
         if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
         wn[0] = c.w_q; wn[1] = c.w_k; wn[2] = c.w_v; wn[3] = c.w_o;
         for (k = 0; k < 4; ++k) { /* bf16 weights and their float values */
@@ -254,8 +283,8 @@ static void bench_backward(double budget, const char *only, int row_only) {
     }
     for (s = 0; s < count; ++s) {
         const shape_row *r = &SHAPES[s];
-        mha_shape sh = {0};
-        mha_weights w = {0};
+        mha_shape sh = shape_of(r);
+        mha_weights w;
         mha_weight_counts c;
         mha_grads g;
         double times[200], t0, start, ms;
@@ -263,14 +292,8 @@ static void bench_backward(double budget, const char *only, int row_only) {
         float *q, *k, *v, *dout, *dq, *dk, *dv;
         void *ws;
         if (!strchr(names, r->name[0]) || (strcmp(only, "all") != 0 && strcmp(only, r->name) != 0)) continue;
-        sh.heads = r->heads; sh.kv_heads = r->kv;
-        sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
-        sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
         if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
-        w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->dq)); w.b_q = filled(c.b_q, 0.1f);
-        w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->dk)); w.b_k = filled(c.b_k, 0.1f);
-        w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->dv)); w.b_v = filled(c.b_v, 0.1f);
-        w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->pv))); w.b_o = filled(c.b_o, 0.1f);
+        w = weights_of(r, &c);
         g.w_q = filled(c.w_q, 0.0f); g.b_q = filled(c.b_q, 0.0f); g.w_k = filled(c.w_k, 0.0f);
         g.b_k = filled(c.b_k, 0.0f); g.w_v = filled(c.w_v, 0.0f); g.b_v = filled(c.b_v, 0.0f);
         g.w_o = filled(c.w_o, 0.0f); g.b_o = filled(c.b_o, 0.0f);
@@ -297,8 +320,7 @@ static void bench_backward(double budget, const char *only, int row_only) {
         printf("| %s | %.3f | %.3f | %.1f | %zu | %zu (1/%.0f) |\n", r->name, ms, 1e3 * times[0],
                flops_backward(r) / ms * 1e-6, bytes, big, 4096.0 * 4096.0 * 4.0 / (double)big);
         fflush(stdout);
-        free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
-        free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
+        free_weights(&w);
         free(g.w_q); free(g.b_q); free(g.w_k); free(g.b_k); free(g.w_v); free(g.b_v); free(g.w_o); free(g.b_o);
         free(q); free(k); free(v); free(dout); free(dq); free(dk); free(dv); free(ws);
     }
@@ -323,29 +345,16 @@ int main(int argc, char **argv) {
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (s = 0; s < count; ++s) {
         const shape_row *r = &SHAPES[s];
-        mha_shape sh = {0};
-        mha_weights w = {0};
+        mha_shape sh = shape_of(r);
+        mha_weights w;
         mha_weight_counts c;
         size_t bytes, ref_bytes, pbytes;
         double fast_ms, fast_min, two_ms, ref_ms, gf;
         float *q, *k, *v, *out;
         void *ws, *pack = NULL;
         if (argc > 2 && strcmp(argv[2], r->name) != 0 && strcmp(argv[2], "all") != 0) continue;
-        sh.heads = r->heads; sh.kv_heads = r->kv;
-        sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
-        sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
-        sh.score = r->pa > 0 ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
-        sh.p_a = r->pa;
         if (mha_weight_counts_get(&sh, &c) != MHA_OK) return 1;
-        w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->dq)); w.b_q = filled(c.b_q, 0.1f);
-        w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->dk)); w.b_k = filled(c.b_k, 0.1f);
-        w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->dv)); w.b_v = filled(c.b_v, 0.1f);
-        w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->pv))); w.b_o = filled(c.b_o, 0.1f);
-        if (r->pa > 0) {
-            w.a_q = filled(c.a_q, sqrtf(3.0f / (float)r->pq));
-            w.a_k = filled(c.a_k, sqrtf(3.0f / (float)r->pq));
-            w.a_v = filled(c.a_v, sqrtf(3.0f / (float)r->pa));
-        }
+        w = weights_of(r, &c);
         pbytes = mha_packed_weights_size(&sh);
         if (packed && pbytes > 0) {
             pack = alloc(pbytes);
@@ -381,9 +390,7 @@ int main(int argc, char **argv) {
                        fast_ms / two_ms, ref_ms, ref_ms / fast_ms, bytes, ref_bytes);
         }
         fflush(stdout);
-        free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
-        free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
-        free((void *)w.a_q); free((void *)w.a_k); free((void *)w.a_v);
+        free_weights(&w);
         free(pack); free(q); free(k); free(v); free(out); free(ws);
     }
     if (!once && !fast && packed) bench_bf16(budget, argc > 2 ? argv[2] : "all", peak);
