@@ -4769,7 +4769,8 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
 }
 
 /* Step 1 for keys j0 .. j0+cl-1 of the pass's batch entry and kv head: K_c
-   (rotated) and, but in pass 1, V_c, packed; in passes 0 and 3 dK_c, dV_c from 0. */
+   (rotated) as K_c^T panels; but in pass 1, V_c as V_c^T panels; in passes
+   0 and 3 also K_c and V_c as panels (dQ, P V) and dK_c, dV_c from 0. */
 MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
     const mha__ctx *c = f->c;
     const mha__bwd *B = f->B;
@@ -4785,12 +4786,12 @@ MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
 #endif
     mha__pack_t(f->kc, MHA_F32, pk, cl, pk, f->kt);
     if (f->pass == 1) return;
-    mha__pack_n(f->kc, MHA_F32, pk, cl, pk, f->kn);
     mha__bwf_mm(f, cl, pv, c->dv, B->v + at * c->dv, c->dv, 0, c->w->w_v, type, f->g * pv * c->dv, c->dv, 1, f->vc,
                 pv, 0, c->w->b_v ? c->w->b_v + f->g * pv : NULL);
     mha__pack_t(f->vc, MHA_F32, pv, cl, pv, f->vt);
+    if (f->pass == 2) return; /* (D needs K^T and V^T alone) */
+    mha__pack_n(f->kc, MHA_F32, pk, cl, pk, f->kn);
     mha__pack_n(f->vc, MHA_F32, pv, cl, pv, f->vn);
-    if (f->pass == 2) return;
     mha__zero(f->dkc, pk * f->mcp);
     mha__zero(f->dvc, pv * f->mcp);
 }
