@@ -45,7 +45,8 @@ CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # the suite's programs, as tests/run.sh runs them
 PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
-           $(BUILD)/test_mathf $(BUILD)/test_decode $(BUILD)/test_backward
+           $(BUILD)/test_mathf $(BUILD)/test_decode $(BUILD)/test_backward \
+           "$(BUILD)/test_q8 $(BUILD)/q8_cases.bin" "$(BUILD)/test_q8_single $(BUILD)/q8_cases.bin"
 # The fast path (MHA_FAST 1): test_fast against the reference, once per vector
 # unit, and the whole suite once more on the fast path. The SIMD builds run
 # only where the CPU has the instructions (tests/if_cpu.sh).
@@ -86,7 +87,8 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(BUILD)/test_decode $(BUILD)/test_decode_portable \
      $(BUILD)/test_decode_fast $(DECODESIMD) $(BUILD)/test_backward $(BUILD)/test_backward_portable \
-     $(BUILD)/test_backward_fast $(CONTRACT) $(EXBINS) $(MODELS)
+     $(BUILD)/test_backward_fast $(BUILD)/test_q8 $(BUILD)/test_q8_single $(BUILD)/q8_cases.bin $(CONTRACT) \
+     $(EXBINS) $(MODELS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -121,6 +123,19 @@ $(BUILD)/test_backward_fast: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUI
 $(BUILD)/test_backward_avx512: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma -Itests $(BACKWARD) \
 	    -o $@ $(LDLIBS)
+
+# the int8 path against tests/q8_ref.py (numpy), bit for bit: 1000 cases written at build time
+# (a few more are in tests/ref_q8_small.h), in both rounding modes
+Q8DEP = tests/test_q8.c tests/ref_q8_small.h $(TESTDEP)
+$(BUILD)/q8_cases.bin: tests/q8_ref.py | $(BUILD)
+	$(PYTHON) tests/q8_ref.py $@ --cases 1000
+
+$(BUILD)/test_q8: $(Q8DEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests tests/test_q8.c -o $@ $(LDLIBS)
+
+$(BUILD)/test_q8_single: $(Q8DEP) | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_Q8_SINGLE_ROUNDING=1 -Itests \
+	    tests/test_q8.c -o $@ $(LDLIBS)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests $(THREADS) -o $@ $(LDLIBS) -pthread

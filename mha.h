@@ -497,6 +497,100 @@ MHADEF float mha_f32_from_f16(uint16_t h);
 MHADEF uint16_t mha_bf16_from_f32(float x);
 MHADEF float mha_f32_from_bf16(uint16_t h);
 
+/* ---- int8 attention ---------------------------------------------------------
+   mha_forward in 8-bit integers with TFLite's quantisation scheme, for cores
+   without an FPU: no float operation at all on the way (README, "int8").
+   A tensor's real value is scale (q - zero); int8 activations have a scale
+   and a zero point per tensor, weights a scale per row and zero point 0,
+   biases are int32 with scale s_in s_w[row] and zero point 0. Every
+   intermediate has its own quantisation: the projected q, k and v (int8),
+   the scores (int32, scale s_q s_k scale), the probabilities (unsigned
+   Q0.15: 0 .. 32768 stands for 0 .. 1), the heads side by side (int8) and
+   out (int8). Each change of scale is a mha_q8_rescale. Dot scoring; every
+   mask except bias; GQA; a row that sees no key gets a zero head (its
+   heads' zero point). Not (MHA_ERR_SHAPE): additive scoring, RoPE, ALiBi,
+   the soft-cap, a bias mask. */
+
+/* x -> x multiplier 2^(shift - 31), rounded as TFLite's
+   MultiplyByQuantizedMultiplier: by default its two roundings (a rounding
+   doubling high multiply, ties up, then a rounding right shift, ties away
+   from zero);
+   with MHA_Q8_SINGLE_ROUNDING 1 one rounding of the exact product, ties up
+   (TFLITE_SINGLE_ROUNDING). multiplier 0 (the value 0) or in [2^30, 2^31),
+   shift in [-31, 30]; a result out of int32's range saturates. */
+typedef struct mha_q8_rescale {
+    int32_t multiplier, shift;
+} mha_q8_rescale;
+/* The rescale of a real factor >= 0 (TFLite's QuantizeMultiplier: the
+   fraction rounded to 31 bits, half away from zero; a factor below 2^-32
+   becomes 0). MHA_ERR_NULL, MHA_ERR_SHAPE (not finite, < 0, or >= 2^30),
+   else MHA_OK. Exact where double has 53 bits (not on AVR, whose double is
+   a float). */
+MHADEF mha_status mha_q8_rescale_make(double real, mha_q8_rescale *r);
+/* x rescaled by r, as above (r must be valid: see mha_q8_rescale). */
+MHADEF int32_t mha_q8_rescale_apply(int32_t x, mha_q8_rescale r);
+
+/* int8 weights, row-major as mha_weights', with per-row rescales: r_q[row]
+   takes sum_c W_q[row][c] (q_c - zero_in_q) + b_q[row] to the projected
+   q's scale (s_in_q s_wq[row] / s_q); likewise r_k, r_v; r_o from the heads
+   to out. Biases may be NULL (0). mha_q8_prepare fills the rescales. */
+typedef struct mha_q8_weights {
+    const int8_t *w_q;         /* [heads*p_q][d_q] */
+    const int32_t *b_q;        /* [heads*p_q] */
+    const mha_q8_rescale *r_q; /* [heads*p_q] */
+    const int8_t *w_k;         /* [kv_heads*p_k][d_k] */
+    const int32_t *b_k;
+    const mha_q8_rescale *r_k;
+    const int8_t *w_v;         /* [kv_heads*p_v][d_v] */
+    const int32_t *b_v;
+    const mha_q8_rescale *r_v;
+    const int8_t *w_o;         /* [p_o][heads*p_v] */
+    const int32_t *b_o;
+    const mha_q8_rescale *r_o; /* [p_o] */
+} mha_q8_weights;
+
+/* The tensors' zero points (each -128 .. 127) and the two rescales of the
+   attend stage: score takes a difference of scores to a base-2 exponent in
+   Q16 (factor s_q s_k scale log2(e) 2^16), head takes sum_j p_j (v_j - zero_v)
+   to the heads' scale (factor s_v 2^-15 / s_heads). */
+typedef struct mha_q8_params {
+    int32_t zero_in_q, zero_in_k, zero_in_v; /* the queries, keys and values given */
+    int32_t zero_q, zero_k, zero_v;          /* the projected q, k, v */
+    int32_t zero_heads, zero_out;            /* the heads side by side; out */
+    mha_q8_rescale score, head;
+} mha_q8_params;
+
+/* The real scales, from which mha_q8_prepare makes every rescale: the
+   tensors' (each > 0) and the weights' per row (each > 0). */
+typedef struct mha_q8_scales {
+    float in_q, in_k, in_v;               /* the queries, keys and values given */
+    float q, k, v, heads, out;            /* the projected q, k, v; the heads; out */
+    const float *w_q, *w_k, *w_v, *w_o;   /* [heads*p_q], [kv_heads*p_k], [kv_heads*p_v], [p_o] */
+} mha_q8_scales;
+/* The rescales of a shape: rows (mha_q8_rows(shape) of them: 0 for a bad
+   shape) get r_q, r_k, r_v, r_o in that order, w->r_q .. r_o point into
+   rows, and p->score, p->head are set (the zero points are yours to set).
+   Computed in double. Returns MHA_ERR_NULL, MHA_ERR_SHAPE (the shape; a
+   scale not > 0 and finite; a factor too large), MHA_ERR_WORKSPACE
+   (count < mha_q8_rows(shape)), else MHA_OK; nothing written on an error. */
+MHADEF size_t mha_q8_rows(const mha_shape *shape);
+MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q8_weights *w,
+                                 mha_q8_params *p, mha_q8_rescale *rows, size_t count);
+
+/* mha_forward in int8: queries [batch][n][d_q], keys [batch][m][d_k],
+   values [batch][m][d_v], out [batch][n][p_o], all int8; the workspace
+   mha_q8_workspace_size(shape, batch, n, m) bytes, any alignment (it does
+   not depend on batch or n). Limits of the int32 sums (MHA_ERR_SHAPE past
+   them): d_q, d_k, d_v and heads p_v <= 65535, p_q <= 16384, m <= 2^22.
+   Returns as mha_forward; also MHA_ERR_NULL for p or a rescale array,
+   MHA_ERR_SHAPE for a zero point or rescale out of range. On an error
+   nothing is written. */
+MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                 int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
+                                 const int8_t *values, const mha_mask *mask, int8_t *out, void *workspace,
+                                 size_t workspace_bytes);
+
 #ifdef __cplusplus
 }
 #endif
@@ -593,6 +687,19 @@ MHADEF float mha_f32_from_bf16(uint16_t h);
 #endif
 #if MHA_BF16_DOT != 0 && MHA_BF16_DOT != 1
 #error "MHA_BF16_DOT must be 0 or 1"
+#endif
+
+/* MHA_Q8_SINGLE_ROUNDING 1: the int8 path's rescales round once (README,
+   "int8"); default 0, TFLite's two roundings. */
+#if defined(MHA_Q8_SINGLE_ROUNDING) && (0 - MHA_Q8_SINGLE_ROUNDING - 1) == 1 /* defined empty: 1 */
+#undef MHA_Q8_SINGLE_ROUNDING
+#define MHA_Q8_SINGLE_ROUNDING 1
+#endif
+#ifndef MHA_Q8_SINGLE_ROUNDING
+#define MHA_Q8_SINGLE_ROUNDING 0
+#endif
+#if MHA_Q8_SINGLE_ROUNDING != 0 && MHA_Q8_SINGLE_ROUNDING != 1
+#error "MHA_Q8_SINGLE_ROUNDING must be 0 or 1"
 #endif
 
 #include <float.h>
@@ -5094,6 +5201,356 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
 #else
     return mha_decode(shape, w, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
 #endif
+}
+
+/* ---- int8 attention (mha_forward_q8) ----------------------------------------
+   The same three stages in integers: project (mha__q8_linear on each row of
+   queries, keys and values), attend (mha__q8_attend: scores, the shared
+   visibility rules, an integer softmax, pooling) and output (mha__q8_linear
+   on the heads). No float operation; int64 only for the rescales, the
+   softmax's sum and its reciprocal. */
+
+/* int64 -> int32, saturating; floor(x / 2^s) without shifting a negative
+   number (implementation-defined in C). */
+MHA__PRIVATE int32_t mha__q8_sat(int64_t x) {
+    return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int32_t)x;
+}
+MHA__PRIVATE int64_t mha__q8_asr(int64_t x, int32_t s) { return x < 0 ? ~(~x >> s) : x >> s; }
+
+MHADEF int32_t mha_q8_rescale_apply(int32_t x, mha_q8_rescale r) {
+#if MHA_Q8_SINGLE_ROUNDING
+    const int32_t total = 31 - r.shift; /* 1 .. 62 */
+    return mha__q8_sat(mha__q8_asr((int64_t)x * r.multiplier + ((int64_t)1 << (total - 1)), total));
+#else
+    const int32_t left = r.shift > 0 ? r.shift : 0, right = r.shift > 0 ? 0 : -r.shift;
+    /* 1. x multiplier 2^left / 2^31 rounded to nearest, ties up: TFLite's
+          rounding doubling high multiply of x 2^left and the multiplier;
+          where x 2^left overflows int32 (TFLite: undefined), the exact
+          value, saturated */
+    const int32_t hi = mha__q8_sat(mha__q8_asr((int64_t)x * r.multiplier + ((int64_t)1 << (30 - left)), 31 - left));
+    /* 2. divided by 2^right, rounded half away from zero */
+    const int64_t mask = ((int64_t)1 << right) - 1, rem = (int64_t)hi & mask;
+    return (int32_t)(mha__q8_asr(hi, right) + (rem > (mask >> 1) + (hi < 0) ? 1 : 0));
+#endif
+}
+
+MHADEF mha_status mha_q8_rescale_make(double real, mha_q8_rescale *r) {
+    int32_t e = 0;
+    int64_t q;
+    if (!r) return MHA_ERR_NULL;
+    if (!(real >= 0.0 && real <= DBL_MAX)) return MHA_ERR_SHAPE;
+    if (real == 0.0) {
+        r->multiplier = r->shift = 0;
+        return MHA_OK;
+    }
+    while (real >= 1.0) { /* real = f 2^e, f in [0.5, 1): exact, by powers of 2 */
+        real *= 0.5;
+        ++e;
+    }
+    while (real < 0.5) {
+        real *= 2.0;
+        --e;
+    }
+    q = (int64_t)(real * 2147483648.0 + 0.5); /* f 2^31 rounded half away from zero (exact sum) */
+    if (q == (int64_t)1 << 31) {
+        q >>= 1;
+        ++e;
+    }
+    if (e > 30) return MHA_ERR_SHAPE;
+    if (e < -31) q = e = 0; /* below 2^-32: 0, as TFLite */
+    r->multiplier = (int32_t)q;
+    r->shift = e;
+    return MHA_OK;
+}
+
+MHA__PRIVATE int mha__q8_rescale_ok(const mha_q8_rescale *r) {
+    return r->multiplier == 0 || (r->multiplier >= (int32_t)1 << 30 && r->shift >= -31 && r->shift <= 30);
+}
+MHA__PRIVATE int mha__q8_zero_ok(int32_t z) { return z >= -128 && z <= 127; }
+
+/* One call of the int8 path: sizes as mha__ctx's, its arrays, and the
+   workspace's parts. */
+typedef struct mha__q8 {
+    size_t h, kv, dq, dk, dv, pq, pk, pv, po; /* mha_shape's order, as mha__ctx */
+    size_t grp, batch, n, m;
+    const mha_q8_weights *w;
+    const mha_q8_params *p;
+    const mha_mask *mask;
+    const int8_t *queries, *keys, *values;
+    int8_t *out;
+    int32_t *sc;    /* [m]: a row's scores, then its probabilities */
+    int8_t *kp;     /* [m][kv*p_k]: the projected keys, all kv heads of key j side by side */
+    int8_t *vp;     /* [m][kv*p_v] */
+    int8_t *qp;     /* [h*p_q]: one query row projected */
+    int8_t *cat;    /* [h*p_v]: its heads */
+} mha__q8;
+
+/* The shape's sizes into *c (MHA_ERR_NULL, MHA_ERR_SHAPE or MHA_OK): as
+   mha__setup, then what the int8 path leaves out and its sums' limits. */
+MHA__PRIVATE mha_status mha__q8_sizes(mha__q8 *c, const mha_shape *s) {
+    size_t k;
+    if (!s) return MHA_ERR_NULL;
+    for (k = 0; k < MHA__SIZES; ++k) {
+        int32_t v = *(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t));
+        if (k == 1 && v == 0) v = s->heads;
+        if (v < 1) return MHA_ERR_SHAPE;
+        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = MHA__SZ(v);
+    }
+    if (c->h % c->kv != 0 || s->score != MHA_SCORE_DOT || s->p_q != s->p_k || s->rope_dim || s->alibi ||
+        s->softcap != 0.0f || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX))
+        return MHA_ERR_SHAPE;
+    if (s->d_q > 65535 || s->d_k > 65535 || s->d_v > 65535 || s->p_q > 16384 || s->p_v > 65535 / s->heads)
+        return MHA_ERR_SHAPE;
+    c->grp = c->h / c->kv;
+    return MHA_OK;
+}
+
+/* Workspace bytes (SIZE_MAX on overflow): the int32 scores at the first
+   4-byte boundary, then the int8 parts. */
+MHA__PRIVATE size_t mha__q8_bytes(const mha__q8 *c) {
+    size_t t = mha__mul(c->m, sizeof(int32_t) + c->kv * (c->pk + c->pv)); /* kv p <= 2^31: no overflow */
+    return mha__add(t, c->h * c->pq + c->h * c->pv + sizeof(int32_t) - 1);
+}
+
+MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    mha__q8 c;
+    size_t t;
+    if (mha__q8_sizes(&c, shape) != MHA_OK || batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22)) return 0;
+    c.m = MHA__SZ(m);
+    t = mha__q8_bytes(&c);
+    return t == SIZE_MAX ? 0 : t;
+}
+
+MHADEF size_t mha_q8_rows(const mha_shape *shape) {
+    mha__q8 c;
+    if (mha__q8_sizes(&c, shape) != MHA_OK) return 0;
+    return mha__add(mha__add(mha__mul(c.h, c.pq), mha__mul(c.kv, c.pk)), mha__add(mha__mul(c.kv, c.pv), c.po));
+}
+
+MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q8_weights *w,
+                                 mha_q8_params *p, mha_q8_rescale *rows, size_t count) {
+    static const double log2e = 1.4426950408889634;
+    mha__q8 c;
+    mha_q8_rescale score, head;
+    size_t r, ends[4];
+    mha_status st = mha__q8_sizes(&c, shape);
+    float scale;
+    if (st != MHA_OK) return st;
+    if (!scales || !w || !p || !rows || !scales->w_q || !scales->w_k || !scales->w_v || !scales->w_o)
+        return MHA_ERR_NULL;
+    ends[0] = c.h * c.pq;
+    ends[1] = ends[0] + c.kv * c.pk;
+    ends[2] = ends[1] + c.kv * c.pv;
+    ends[3] = ends[2] + c.po;
+    if (count < mha_q8_rows(shape)) return MHA_ERR_WORKSPACE;
+    {
+        const float t[8] = {scales->in_q, scales->in_k, scales->in_v, scales->q,
+                            scales->k,    scales->v,    scales->heads, scales->out};
+        for (r = 0; r < 8; ++r)
+            if (!(t[r] > 0.0f && t[r] <= FLT_MAX)) return MHA_ERR_SHAPE;
+    }
+    scale = shape->scale != 0.0f ? shape->scale : 1.0f / MHA_SQRTF((float)shape->p_k);
+    /* 1. the attend stage's two: |scale| (a negative scale is not a rescale) */
+    if (!(scale > 0.0f) ||
+        mha_q8_rescale_make((double)scales->q * (double)scales->k * (double)scale * log2e * 65536.0, &score) != MHA_OK ||
+        mha_q8_rescale_make((double)scales->v / 32768.0 / (double)scales->heads, &head) != MHA_OK)
+        return MHA_ERR_SHAPE;
+    /* 2. a row's: s_in s_w[row] / s_out, checked before any is written */
+    for (r = 0; r < 2 * ends[3]; ++r) {
+        const size_t k = r % ends[3], part = k < ends[0] ? 0 : k < ends[1] ? 1 : k < ends[2] ? 2 : 3;
+        const float *sw = part == 0 ? scales->w_q : part == 1 ? scales->w_k : part == 2 ? scales->w_v : scales->w_o;
+        const float in = part == 0 ? scales->in_q : part == 1 ? scales->in_k : part == 2 ? scales->in_v : scales->heads;
+        const float to = part == 0 ? scales->q : part == 1 ? scales->k : part == 2 ? scales->v : scales->out;
+        const float s = sw[k - (part ? ends[part - 1] : 0)];
+        mha_q8_rescale one;
+        if (!(s > 0.0f && s <= FLT_MAX) || mha_q8_rescale_make((double)in * (double)s / (double)to, &one) != MHA_OK)
+            return MHA_ERR_SHAPE;
+        if (r >= ends[3]) rows[k] = one; /* the second round writes */
+    }
+    w->r_q = rows;
+    w->r_k = rows + ends[0];
+    w->r_v = rows + ends[1];
+    w->r_o = rows + ends[2];
+    p->score = score;
+    p->head = head;
+    return MHA_OK;
+}
+
+/* The linear stage for one row: y[r] = zy + rescale_r(b[r] + sum_c W[r][c]
+   (x[c] - zx)), clamped to int8, for r < rows; W [rows][d]. The sum fits
+   int32 (d <= 65535 terms of at most 255 128); the bias is added in int64
+   and the total saturated. */
+MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const int8_t *x, int32_t zx, const int8_t *w, const int32_t *bias,
+                                               const mha_q8_rescale *rs, size_t rows, size_t d, int32_t zy,
+                                               int8_t *y) {
+    size_t r, i;
+    for (r = 0; r < rows; ++r, w += d) {
+        int32_t acc = 0, v;
+        for (i = 0; i < d; ++i) acc += (int32_t)w[i] * ((int32_t)x[i] - zx);
+        v = mha_q8_rescale_apply(mha__q8_sat((int64_t)acc + (bias ? bias[r] : 0)), rs[r]);
+        v = v > 127 - zy ? 127 : v < -128 - zy ? -128 : v + zy; /* zy + v without overflow */
+        y[r] = (int8_t)v;
+    }
+}
+
+/* 2^(y / 65536) for y <= 0, in Q15 (0 .. 32768): y = -(16 k + i + r / 4096)
+   / 16 in 16ths; 2^(-i/16) from a table (Q31), 2^(-r/65536) = e^(-z),
+   z = r ln2 / 65536 < 0.0434, by 1 - z + z^2/2 - z^3/6 (error < 1.6e-7),
+   then the product shifted right by k, rounded. Every step in integers. */
+MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
+    static const uint32_t pow2[16] = { /* round(2^(31 - i/16)) */
+        2147483648u, 2056437387u, 1969251188u, 1885761398u, 1805811301u, 1729250827u, 1655936265u, 1585730000u,
+        1518500250u, 1454120821u, 1392470869u, 1333434672u, 1276901417u, 1222764986u, 1170923762u, 1121280436u};
+    const uint32_t u = 0u - (uint32_t)y, k = u >> 16, r = u & 4095u;
+    uint32_t z, z2, z3, poly, t;
+    if (k > 15) return 0;
+    z = (uint32_t)(((uint64_t)r * 1488522236u + 32768u) >> 16); /* Q31; 1488522236 = round(ln2 2^31) */
+    z2 = (uint32_t)(((uint64_t)z * z + ((uint32_t)1 << 30)) >> 31);
+    z3 = (uint32_t)(((uint64_t)z2 * z + ((uint32_t)1 << 30)) >> 31);
+    poly = 2147483648u - z + (z2 >> 1) - (z3 + 3u) / 6u;
+    t = (uint32_t)(((uint64_t)pow2[(u >> 12) & 15u] * poly + ((uint32_t)1 << 30)) >> 31);
+    return (t + ((uint32_t)1 << (k + 15))) >> (k + 16);
+}
+
+/* The attend stage for query t of batch entry b, head i (its projection in
+   c->qp): heads' block i of c->cat.
+     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys
+        (mha__visible, keep), and their max; a masked key holds nothing
+     2. e_j = 2^(rescale_score(S_j - max) / 65536) in Q15 (the max's is
+        32768), their sum (int64)
+     3. p_j = e_j R / 2^31 rounded, R = 2^46 / sum rounded: Q15
+        probabilities; keys of p_j = 0 are skipped
+     4. head_c = zero_heads + rescale_head(sum_j p_j (v_jc - zero_v)); every
+        key masked: zero_heads */
+MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t b, size_t t, size_t i) {
+    const mha_q8_params *p = c->p;
+    const size_t row = b * c->n + t, hi = mha__visible(c->mask, b, row, t, c->m), kst = c->kv * c->pk,
+                 vst = c->kv * c->pv;
+    const uint8_t *keep = c->mask && c->mask->keep ? c->mask->keep + row * c->m : NULL;
+    const int8_t *q = c->qp + i * c->pq, *k = c->kp + i / c->grp * c->pk, *v = c->vp + i / c->grp * c->pv;
+    int8_t *ho = c->cat + i * c->pv;
+    int32_t *sc = c->sc, mx = INT32_MIN, s;
+    uint64_t sum = 0;
+    uint32_t recip;
+    size_t j, a, seen = 0;
+    /* 1. */
+    for (j = 0; j < hi; ++j) {
+        if (keep && !keep[j]) continue;
+        for (s = 0, a = 0; a < c->pq; ++a) s += ((int32_t)q[a] - p->zero_q) * ((int32_t)k[j * kst + a] - p->zero_k);
+        sc[j] = s;
+        if (!seen++ || s > mx) mx = s;
+    }
+    /* 2. */
+    for (j = 0; j < hi; ++j) {
+        if (keep && !keep[j]) continue;
+        sc[j] = (int32_t)mha__q8_exp2(mha_q8_rescale_apply(sc[j] - mx, p->score));
+        sum += (uint32_t)sc[j];
+    }
+    /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */
+    recip = sum ? (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum) : 0;
+    for (j = 0; j < hi; ++j)
+        if (!keep || keep[j]) sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
+    /* 4. sum_j p_j <= 2^15 + m/2, so sum_j p_j 255 fits int32 for m <= 2^22 */
+    for (a = 0; a < c->pv; ++a) {
+        int32_t acc = 0, h;
+        for (j = 0; j < hi; ++j)
+            if ((!keep || keep[j]) && sc[j]) acc += sc[j] * ((int32_t)v[j * vst + a] - p->zero_v);
+        h = seen ? mha_q8_rescale_apply(acc, p->head) : 0;
+        h = h > 127 - p->zero_heads ? 127 : h < -128 - p->zero_heads ? -128 : h + p->zero_heads;
+        ho[a] = (int8_t)h;
+    }
+}
+
+/* The stages over batch entry b: keys and values projected (every kv head),
+   then each query row projected, attended by every head, and its output. */
+MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
+    const mha_q8_weights *w = c->w;
+    const mha_q8_params *p = c->p;
+    size_t b, j, t, i;
+    for (b = 0; b < c->batch; ++b) {
+        for (j = 0; j < c->m; ++j) {
+            mha__q8_linear(c->keys + (b * c->m + j) * c->dk, p->zero_in_k, w->w_k, w->b_k, w->r_k, c->kv * c->pk,
+                           c->dk, p->zero_k, c->kp + j * c->kv * c->pk);
+            mha__q8_linear(c->values + (b * c->m + j) * c->dv, p->zero_in_v, w->w_v, w->b_v, w->r_v,
+                           c->kv * c->pv, c->dv, p->zero_v, c->vp + j * c->kv * c->pv);
+        }
+        for (t = 0; t < c->n; ++t) {
+            mha__q8_linear(c->queries + (b * c->n + t) * c->dq, p->zero_in_q, w->w_q, w->b_q, w->r_q,
+                           c->h * c->pq, c->dq, p->zero_q, c->qp);
+            for (i = 0; i < c->h; ++i) mha__q8_attend(c, b, t, i);
+            mha__q8_linear(c->cat, p->zero_heads, w->w_o, w->b_o, w->r_o, c->po, c->h * c->pv, p->zero_out,
+                           c->out + (b * c->n + t) * c->po);
+        }
+    }
+}
+
+/* The parameters' checks: zero points in range, rescales valid. */
+MHA__PRIVATE MHA__NOINLINE int mha__q8_params_ok(const mha__q8 *c) {
+    const mha_q8_params *p = c->p;
+    const mha_q8_weights *w = c->w;
+    const size_t n[4] = {c->h * c->pq, c->kv * c->pk, c->kv * c->pv, c->po};
+    const mha_q8_rescale *r[4];
+    size_t k, j;
+    r[0] = w->r_q;
+    r[1] = w->r_k;
+    r[2] = w->r_v;
+    r[3] = w->r_o;
+    if (!mha__q8_zero_ok(p->zero_in_q) || !mha__q8_zero_ok(p->zero_in_k) || !mha__q8_zero_ok(p->zero_in_v) ||
+        !mha__q8_zero_ok(p->zero_q) || !mha__q8_zero_ok(p->zero_k) || !mha__q8_zero_ok(p->zero_v) ||
+        !mha__q8_zero_ok(p->zero_heads) || !mha__q8_zero_ok(p->zero_out) || !mha__q8_rescale_ok(&p->score) ||
+        !mha__q8_rescale_ok(&p->head))
+        return 0;
+    for (k = 0; k < 4; ++k)
+        for (j = 0; j < n[k]; ++j)
+            if (!mha__q8_rescale_ok(&r[k][j])) return 0;
+    return 1;
+}
+
+MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                 int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
+                                 const int8_t *values, const mha_mask *mask, int8_t *out, void *workspace,
+                                 size_t workspace_bytes) {
+    mha__q8 c;
+    mha_status st;
+    size_t bytes, t;
+    unsigned char *ws;
+    if (!w || !p) return MHA_ERR_NULL;
+    if ((st = mha__q8_sizes(&c, shape)) != MHA_OK) return st;
+    if (batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22) || (mask && mask->bias)) return MHA_ERR_SHAPE;
+    c.batch = MHA__SZ(batch);
+    c.n = MHA__SZ(n);
+    c.m = MHA__SZ(m);
+    c.w = w;
+    c.p = p;
+    c.mask = mask;
+    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
+        !keys || !values || !out)
+        return MHA_ERR_NULL;
+    if (!mha__q8_params_ok(&c)) return MHA_ERR_SHAPE;
+    /* every array's bytes (one per element) must fit size_t, as mha_forward's */
+    bytes = mha__q8_bytes(&c);
+    t = mha__mul(c.batch, mha__add(mha__add(mha__mul(c.n, c.dq + c.po), mha__mul(c.m, c.dk)),
+                                   mha__add(mha__mul(c.m, c.dv), mask && mask->keep ? mha__mul(c.n, c.m) : 0)));
+    t = mha__add(t, mha__add(mha__mul(c.h * c.pq, c.dq), mha__mul(c.kv * c.pk, c.dk)));
+    t = mha__add(t, mha__add(mha__mul(c.kv * c.pv, c.dv), mha__mul(c.po, c.h * c.pv)));
+    if (bytes == SIZE_MAX || t == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    if (mask && mask->valid_lens)
+        for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)
+            if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.m) return MHA_ERR_MASK;
+    /* the parts: the int32 scores at the workspace's first 4-byte boundary */
+    ws = (unsigned char *)workspace + (sizeof(int32_t) - (uintptr_t)workspace % sizeof(int32_t)) % sizeof(int32_t);
+    c.sc = (int32_t *)(void *)ws;
+    c.kp = (int8_t *)(ws + c.m * sizeof(int32_t));
+    c.vp = c.kp + c.m * c.kv * c.pk;
+    c.qp = c.vp + c.m * c.kv * c.pv;
+    c.cat = c.qp + c.h * c.pq;
+    c.queries = queries;
+    c.keys = keys;
+    c.values = values;
+    c.out = out;
+    mha__q8_compute(&c);
+    return MHA_OK;
 }
 
 #ifdef __cplusplus

@@ -1,0 +1,552 @@
+/* The int8 path (mha_forward_q8):
+   - bit for bit against tests/q8_ref.py, the same arithmetic written in
+     numpy: every case of the file given as argv[1] (make test writes 1000),
+     or of tests/ref_q8_small.h where no file is given (cross targets);
+     the expected outputs of both rounding modes are in the file, and this
+     build's (MHA_Q8_SINGLE_ROUNDING) is checked;
+   - mha_q8_prepare from the cases' float scales gives the file's rescales
+     (where double has 53 bits);
+   - against mha_forward_reference (fp32) on the dequantised weights and
+     inputs of the calibrated cases: the output error in LSBs, its
+     distribution printed, and at least 99 % within 1 LSB;
+   - the integer exp against 2^x for every input that is not 0, and the
+     integer softmax against the real one;
+   - bad input: each status, nothing written. */
+#define MHA_IMPLEMENTATION
+#include "test_util.h"
+
+#include "ref_q8_small.h"
+
+#define Q8_MAGIC 0x51384D48
+
+/* a cursor over a case list's words */
+static const int32_t *q8_w;
+static int32_t q8_take(void) { return *q8_w++; }
+static float q8_float(void) {
+    int32_t b = q8_take();
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+static int8_t *q8_bytes(size_t count) {
+    int8_t *p = (int8_t *)malloc(count ? count : 1);
+    size_t i;
+    for (i = 0; i < count; ++i) p[i] = (int8_t)q8_take();
+    return p;
+}
+static int32_t *q8_ints(size_t count) {
+    int32_t *p = (int32_t *)malloc((count ? count : 1) * sizeof(int32_t));
+    size_t i;
+    for (i = 0; i < count; ++i) p[i] = q8_take();
+    return p;
+}
+static float *q8_floats(size_t count) {
+    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
+    size_t i;
+    for (i = 0; i < count; ++i) p[i] = q8_float();
+    return p;
+}
+
+/* one case, as q8_ref.py's case_words writes it */
+typedef struct q8_case {
+    mha_shape s;
+    int32_t batch, n, m, calibrated, has_bias;
+    mha_mask mask;
+    int has_mask;
+    mha_q8_params p;
+    float sc[8]; /* in_q, in_k, in_v, q, k, v, heads, out */
+    mha_q8_weights w;
+    int8_t *wt[4];
+    float *sw[4];
+    int32_t *bias[4];
+    mha_q8_rescale *r[4];
+    int8_t *q, *k, *v;
+    int32_t *vl;
+    uint8_t *keep;
+    int8_t *expect_double, *expect_single;
+} q8_case;
+
+static void q8_free(q8_case *c) {
+    int i;
+    for (i = 0; i < 4; ++i) {
+        free(c->wt[i]);
+        free(c->sw[i]);
+        free(c->bias[i]);
+        free(c->r[i]);
+    }
+    free(c->q);
+    free(c->k);
+    free(c->v);
+    free(c->vl);
+    free(c->keep);
+    free(c->expect_double);
+    free(c->expect_single);
+}
+
+/* Reads the case at q8_w; 0 at the list's end. */
+static int q8_read(q8_case *c) {
+    int32_t magic = q8_take(), vlq, keep, i;
+    size_t rows[4], cols[4], j, nq, nk, nv, no;
+    if (magic != Q8_MAGIC) return 0;
+    memset(c, 0, sizeof *c);
+    c->s.heads = q8_take();
+    c->s.kv_heads = q8_take();
+    c->s.d_q = q8_take();
+    c->s.d_k = q8_take();
+    c->s.d_v = q8_take();
+    c->s.p_q = c->s.p_k = q8_take();
+    c->s.p_v = q8_take();
+    c->s.p_o = q8_take();
+    c->batch = q8_take();
+    c->n = q8_take();
+    c->m = q8_take();
+    c->s.scale = q8_float();
+    c->mask.causal = q8_take();
+    c->mask.causal_offset = q8_take();
+    vlq = q8_take();
+    keep = q8_take();
+    c->has_bias = q8_take();
+    c->calibrated = q8_take();
+    c->p.zero_in_q = q8_take();
+    c->p.zero_in_k = q8_take();
+    c->p.zero_in_v = q8_take();
+    c->p.zero_q = q8_take();
+    c->p.zero_k = q8_take();
+    c->p.zero_v = q8_take();
+    c->p.zero_heads = q8_take();
+    c->p.zero_out = q8_take();
+    for (i = 0; i < 8; ++i) c->sc[i] = q8_float();
+    c->p.score.multiplier = q8_take();
+    c->p.score.shift = q8_take();
+    c->p.head.multiplier = q8_take();
+    c->p.head.shift = q8_take();
+    rows[0] = (size_t)(c->s.heads * c->s.p_q);
+    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
+    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
+    rows[3] = (size_t)c->s.p_o;
+    cols[0] = (size_t)c->s.d_q;
+    cols[1] = (size_t)c->s.d_k;
+    cols[2] = (size_t)c->s.d_v;
+    cols[3] = (size_t)(c->s.heads * c->s.p_v);
+    for (i = 0; i < 4; ++i) {
+        c->wt[i] = q8_bytes(rows[i] * cols[i]);
+        c->sw[i] = q8_floats(rows[i]);
+        c->bias[i] = q8_ints(rows[i]);
+        c->r[i] = (mha_q8_rescale *)malloc(rows[i] * sizeof(mha_q8_rescale));
+        for (j = 0; j < rows[i]; ++j) c->r[i][j].multiplier = q8_take();
+        for (j = 0; j < rows[i]; ++j) c->r[i][j].shift = q8_take();
+    }
+    c->w.w_q = c->wt[0];
+    c->w.w_k = c->wt[1];
+    c->w.w_v = c->wt[2];
+    c->w.w_o = c->wt[3];
+    c->w.b_q = c->has_bias ? c->bias[0] : NULL;
+    c->w.b_k = c->has_bias ? c->bias[1] : NULL;
+    c->w.b_v = c->has_bias ? c->bias[2] : NULL;
+    c->w.b_o = c->has_bias ? c->bias[3] : NULL;
+    c->w.r_q = c->r[0];
+    c->w.r_k = c->r[1];
+    c->w.r_v = c->r[2];
+    c->w.r_o = c->r[3];
+    nq = (size_t)(c->batch * c->n * c->s.d_q);
+    nk = (size_t)(c->batch * c->m * c->s.d_k);
+    nv = (size_t)(c->batch * c->m * c->s.d_v);
+    no = (size_t)(c->batch * c->n * c->s.p_o);
+    c->q = q8_bytes(nq);
+    c->k = q8_bytes(nk);
+    c->v = q8_bytes(nv);
+    if (vlq >= 0) {
+        c->mask.valid_lens_per_query = vlq;
+        c->vl = q8_ints((size_t)(c->batch * (vlq ? c->n : 1)));
+        c->mask.valid_lens = c->vl;
+    }
+    if (keep) {
+        size_t count = (size_t)(c->batch * c->n * c->m);
+        c->keep = (uint8_t *)malloc(count ? count : 1);
+        for (j = 0; j < count; ++j) c->keep[j] = (uint8_t)q8_take();
+        c->mask.keep = c->keep;
+    }
+    c->has_mask = c->mask.causal || vlq >= 0 || keep;
+    c->expect_double = q8_bytes(no);
+    c->expect_single = q8_bytes(no);
+    return 1;
+}
+
+/* The error histogram against fp32, in output LSBs: 0, 1, 2, 3+ */
+static long q8_lsb[4], q8_calibrated;
+
+/* fp32 forward on the dequantised case, its output quantised as out is */
+static void q8_against_fp32(const q8_case *c, const int8_t *got) {
+    const float *in_sc[4] = {&c->sc[0], &c->sc[1], &c->sc[2], &c->sc[6]};
+    const int32_t zin[4] = {c->p.zero_in_q, c->p.zero_in_k, c->p.zero_in_v, c->p.zero_heads};
+    size_t rows[4], cols[4], i, j, nq, nk, nv, no;
+    float *wf[4], *bf[4], *qf, *kf, *vf, *of;
+    mha_weights w = MHA_INIT;
+    size_t bytes = mha_reference_workspace_size(&c->s, c->batch, c->n, c->m);
+    void *ws = malloc(bytes);
+    mha_status st;
+    rows[0] = (size_t)(c->s.heads * c->s.p_q);
+    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
+    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
+    rows[3] = (size_t)c->s.p_o;
+    cols[0] = (size_t)c->s.d_q;
+    cols[1] = (size_t)c->s.d_k;
+    cols[2] = (size_t)c->s.d_v;
+    cols[3] = (size_t)(c->s.heads * c->s.p_v);
+    for (i = 0; i < 4; ++i) {
+        wf[i] = (float *)malloc(rows[i] * cols[i] * sizeof(float) + 1);
+        bf[i] = (float *)malloc(rows[i] * sizeof(float) + 1);
+        for (j = 0; j < rows[i] * cols[i]; ++j) wf[i][j] = (float)c->wt[i][j] * c->sw[i][j / cols[i]];
+        for (j = 0; j < rows[i]; ++j)
+            bf[i][j] = c->has_bias ? (float)((double)c->bias[i][j] * (double)*in_sc[i] * (double)c->sw[i][j]) : 0.0f;
+    }
+    (void)zin;
+    nq = (size_t)(c->batch * c->n * c->s.d_q);
+    nk = (size_t)(c->batch * c->m * c->s.d_k);
+    nv = (size_t)(c->batch * c->m * c->s.d_v);
+    no = (size_t)(c->batch * c->n * c->s.p_o);
+    qf = (float *)malloc(nq * sizeof(float) + 1);
+    kf = (float *)malloc(nk * sizeof(float) + 1);
+    vf = (float *)malloc(nv * sizeof(float) + 1);
+    of = (float *)malloc(no * sizeof(float) + 1);
+    for (j = 0; j < nq; ++j) qf[j] = (float)(c->q[j] - c->p.zero_in_q) * c->sc[0];
+    for (j = 0; j < nk; ++j) kf[j] = (float)(c->k[j] - c->p.zero_in_k) * c->sc[1];
+    for (j = 0; j < nv; ++j) vf[j] = (float)(c->v[j] - c->p.zero_in_v) * c->sc[2];
+    w.w_q = wf[0];
+    w.w_k = wf[1];
+    w.w_v = wf[2];
+    w.w_o = wf[3];
+    w.b_q = bf[0];
+    w.b_k = bf[1];
+    w.b_v = bf[2];
+    w.b_o = bf[3];
+    st = mha_forward_reference(&c->s, &w, c->batch, c->n, c->m, qf, kf, vf, c->has_mask ? &c->mask : NULL, of, NULL,
+                               ws, bytes);
+    CHECK(st == MHA_OK, "fp32 forward of a q8 case: %s", mha_status_string(st));
+    for (j = 0; st == MHA_OK && j < no; ++j) {
+        double x = floor((double)of[j] / (double)c->sc[7] + 0.5) + c->p.zero_out;
+        long d = labs((long)got[j] - (long)(x < -128 ? -128 : x > 127 ? 127 : x));
+        ++q8_lsb[d > 3 ? 3 : d];
+    }
+    ++q8_calibrated;
+    for (i = 0; i < 4; ++i) {
+        free(wf[i]);
+        free(bf[i]);
+    }
+    free(qf);
+    free(kf);
+    free(vf);
+    free(of);
+    free(ws);
+}
+
+/* mha_q8_prepare from the case's float scales gives its rescales */
+static void q8_prepare_check(const q8_case *c) {
+    mha_q8_scales sc;
+    mha_q8_weights w = MHA_INIT;
+    mha_q8_params p = MHA_INIT;
+    size_t count = mha_q8_rows(&c->s), i, j, rows[4];
+    mha_q8_rescale *r = (mha_q8_rescale *)malloc(count * sizeof *r);
+    const mha_q8_rescale *got[4];
+    mha_status st;
+    int same = 1;
+    sc.in_q = c->sc[0];
+    sc.in_k = c->sc[1];
+    sc.in_v = c->sc[2];
+    sc.q = c->sc[3];
+    sc.k = c->sc[4];
+    sc.v = c->sc[5];
+    sc.heads = c->sc[6];
+    sc.out = c->sc[7];
+    sc.w_q = c->sw[0];
+    sc.w_k = c->sw[1];
+    sc.w_v = c->sw[2];
+    sc.w_o = c->sw[3];
+    st = mha_q8_prepare(&c->s, &sc, &w, &p, r, count);
+    CHECK(st == MHA_OK, "mha_q8_prepare: %s", mha_status_string(st));
+    if (st != MHA_OK) {
+        free(r);
+        return;
+    }
+    rows[0] = (size_t)(c->s.heads * c->s.p_q);
+    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
+    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
+    rows[3] = (size_t)c->s.p_o;
+    got[0] = w.r_q;
+    got[1] = w.r_k;
+    got[2] = w.r_v;
+    got[3] = w.r_o;
+    for (i = 0; i < 4; ++i)
+        for (j = 0; j < rows[i]; ++j)
+            same &= got[i][j].multiplier == c->r[i][j].multiplier && got[i][j].shift == c->r[i][j].shift;
+    same &= p.score.multiplier == c->p.score.multiplier && p.score.shift == c->p.score.shift &&
+            p.head.multiplier == c->p.head.multiplier && p.head.shift == c->p.head.shift;
+    CHECK(same, "mha_q8_prepare's rescales differ from q8_ref.py's");
+    CHECK(w.r_q == r && w.r_o == r + rows[0] + rows[1] + rows[2], "mha_q8_prepare's row pointers");
+    free(r);
+}
+
+static long q8_cases, q8_exact;
+
+static void q8_run_cases(const int32_t *words, int prepare) {
+    q8_case c;
+    q8_w = words;
+    while (q8_read(&c)) {
+        size_t bytes = mha_q8_workspace_size(&c.s, c.batch, c.n, c.m), no = (size_t)(c.batch * c.n * c.s.p_o);
+        void *ws = malloc(bytes + 8);
+        int8_t *out = (int8_t *)malloc(no + 1);
+        const int8_t *expect = MHA_Q8_SINGLE_ROUNDING ? c.expect_single : c.expect_double;
+        mha_status st;
+        CHECK(bytes > 0, "q8 workspace size 0");
+        memset(out, 0x5a, no + 1);
+        /* at an odd address: the workspace may have any alignment */
+        st = mha_forward_q8(&c.s, &c.w, &c.p, c.batch, c.n, c.m, c.q, c.k, c.v, c.has_mask ? &c.mask : NULL, out,
+                            (unsigned char *)ws + 1, bytes);
+        CHECK(st == MHA_OK, "mha_forward_q8: %s", mha_status_string(st));
+        ++q8_cases;
+        if (st == MHA_OK && memcmp(out, expect, no) == 0 && out[no] == 0x5a) {
+            ++q8_exact;
+        } else {
+            size_t j, first = no;
+            for (j = 0; j < no; ++j)
+                if (out[j] != expect[j]) {
+                    first = j;
+                    break;
+                }
+            CHECK(0, "case %ld (h %d kv %d d %d/%d/%d p %d/%d/%d b %d n %d m %d): out[%u] %d, numpy %d", q8_cases,
+                  c.s.heads, c.s.kv_heads, c.s.d_q, c.s.d_k, c.s.d_v, c.s.p_q, c.s.p_v, c.s.p_o, c.batch, c.n, c.m,
+                  (unsigned)first, first < no ? out[first] : 0, first < no ? expect[first] : 0);
+        }
+        if (prepare && sizeof(double) == 8) q8_prepare_check(&c);
+        if (c.calibrated && st == MHA_OK) q8_against_fp32(&c, out);
+        free(ws);
+        free(out);
+        q8_free(&c);
+    }
+}
+
+/* The integer exp: every y in (-16 2^16, 0] against 2^(y/65536) in Q15,
+   and the softmax it makes against the real one on random score rows. */
+static void q8_exp_check(void) {
+    int32_t y;
+    double worst = 0.0, wp = 0.0, ws = 0.0;
+    int t;
+    for (y = 0; y > -16 * 65536; --y) {
+        double want = ldexp(1.0, 15) * pow(2.0, (double)y / 65536.0), d = fabs((double)mha__q8_exp2(y) - want);
+        if (d > worst) worst = d;
+    }
+    CHECK(worst <= 0.51, "integer exp: worst %.4f Q15 LSBs (rounding alone is 0.5)", worst);
+    CHECK(mha__q8_exp2(0) == 32768u && mha__q8_exp2(-16 * 65536) == 0u && mha__q8_exp2(INT32_MIN) == 0u,
+          "integer exp at its ends");
+    printf("q8: integer exp, worst error over all %d inputs: %.4f Q15 LSBs\n", 16 * 65536, worst);
+    /* softmax of rows of m int32 scores, with a real factor f per unit */
+    for (t = 0; t < 2000; ++t) {
+        int32_t s[64], mx = INT32_MIN;
+        uint32_t e[64];
+        uint64_t sum = 0;
+        uint32_t recip;
+        int m = 1 + (int)(tu_next() % 64), j;
+        double f = ldexp(1.0, -(int)(tu_next() % 12)) * (1.0 + tu_uniform(0, 1)), rmax, rsum = 0.0;
+        mha_q8_rescale r;
+        mha_q8_rescale_make(f * 1.4426950408889634 * 65536.0, &r);
+        for (j = 0; j < m; ++j) {
+            s[j] = (int32_t)(tu_next() % 20001u) - 10000;
+            if (s[j] > mx) mx = s[j];
+        }
+        for (j = 0; j < m; ++j) sum += e[j] = mha__q8_exp2(mha_q8_rescale_apply(s[j] - mx, r));
+        recip = (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum);
+        rmax = (double)mx * f;
+        for (j = 0; j < m; ++j) rsum += exp((double)s[j] * f - rmax);
+        for (j = 0; j < m; ++j) {
+            double p = (double)(((uint64_t)e[j] * recip + (1u << 30)) >> 31) / 32768.0;
+            double d = fabs(p - exp((double)s[j] * f - rmax) / rsum);
+            if (d > wp) wp = d;
+            ws += d;
+        }
+    }
+    CHECK(wp < 3.0 / 32768.0, "integer softmax: worst %.3g against the real one", wp);
+    printf("q8: integer softmax against the real one (2000 rows of 1-64 keys): worst %.3g (%.2f Q15 LSBs)\n", wp,
+           wp * 32768.0);
+    (void)ws;
+}
+
+/* Bad input: each status, and out untouched. */
+static void q8_hostile(void) {
+    mha_shape s = shape_of(2, 1, 4, 4, 4, 2, 2, 3, 0);
+    int8_t wq[8 * 4], wk[4 * 4], wv[4 * 4], wo[3 * 4], q[2 * 4], k[3 * 4], v[3 * 4], out[2 * 3];
+    mha_q8_rescale rq[4], rk[2], rv[2], ro[3];
+    mha_q8_weights w = MHA_INIT;
+    mha_q8_params p = MHA_INIT;
+    mha_mask mask = MHA_INIT;
+    unsigned char ws[512];
+    int32_t vl[1] = {4};
+    float bias[6] = {0};
+    size_t bytes = mha_q8_workspace_size(&s, 1, 2, 3), i;
+    mha_status st;
+    int same = 1;
+    memset(wq, 3, sizeof wq);
+    memset(wk, 2, sizeof wk);
+    memset(wv, 1, sizeof wv);
+    memset(wo, 5, sizeof wo);
+    memset(q, 7, sizeof q);
+    memset(k, 9, sizeof k);
+    memset(v, 11, sizeof v);
+    for (i = 0; i < 4; ++i) mha_q8_rescale_make(0.01, &rq[i]);
+    for (i = 0; i < 2; ++i) mha_q8_rescale_make(0.01, &rk[i]), mha_q8_rescale_make(0.01, &rv[i]);
+    for (i = 0; i < 3; ++i) mha_q8_rescale_make(0.01, &ro[i]);
+    mha_q8_rescale_make(100.0, &p.score);
+    mha_q8_rescale_make(0.01, &p.head);
+    w.w_q = wq; w.w_k = wk; w.w_v = wv; w.w_o = wo;
+    w.r_q = rq; w.r_k = rk; w.r_v = rv; w.r_o = ro;
+    CHECK(bytes > 0 && bytes < sizeof ws, "q8 workspace %u", (unsigned)bytes);
+#define Q8_CALL(shape, wp, pp, b, n, m, qq, kk, vv, mk, o, wsp, by) \
+    mha_forward_q8(shape, wp, pp, b, n, m, qq, kk, vv, mk, o, wsp, by)
+#define Q8_EXPECT(want, call)                                                                           \
+    do {                                                                                                \
+        memset(out, 0x3c, sizeof out);                                                                  \
+        st = call;                                                                                      \
+        same = 1;                                                                                       \
+        for (i = 0; i < sizeof out; ++i) same &= out[i] == 0x3c;                                        \
+        CHECK(st == (want) && same, "line %d: %s (want %s), out %s", __LINE__, mha_status_string(st),  \
+              mha_status_string(want), same ? "untouched" : "written");                                 \
+    } while (0)
+    st = Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes);
+    CHECK(st == MHA_OK, "q8 hostile base: %s", mha_status_string(st));
+    Q8_EXPECT(MHA_ERR_NULL, Q8_CALL(NULL, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_NULL, Q8_CALL(&s, NULL, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_NULL, Q8_CALL(&s, &w, NULL, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_NULL, Q8_CALL(&s, &w, &p, 1, 2, 3, NULL, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_NULL, Q8_CALL(&s, &w, &p, 1, 2, 3, q, NULL, v, NULL, out, ws, bytes));
+    w.r_k = NULL;
+    Q8_EXPECT(MHA_ERR_NULL, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    w.r_k = rk;
+    Q8_EXPECT(MHA_ERR_WORKSPACE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes - 1));
+    Q8_EXPECT(MHA_ERR_WORKSPACE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, NULL, bytes));
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, -1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, (1 << 22) + 1, q, k, v, NULL, out, ws, bytes));
+    p.zero_v = 128;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    p.zero_v = 0;
+    rv[1].multiplier = 5; /* below 2^30 and not 0 */
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    mha_q8_rescale_make(0.01, &rv[1]);
+    p.head.shift = 31;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    mha_q8_rescale_make(0.01, &p.head);
+    mask.bias = bias;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, &mask, out, ws, bytes));
+    mask.bias = NULL;
+    mask.valid_lens = vl;
+    Q8_EXPECT(MHA_ERR_MASK, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, &mask, out, ws, bytes));
+    vl[0] = 0; /* every key masked: zero heads, out = rescaled b_o = 0 + zero_out */
+    st = Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, &mask, out, ws, bytes);
+    CHECK(st == MHA_OK && out[0] == 0 && out[5] == 0, "q8 fully masked: %s, %d %d", mha_status_string(st), out[0],
+          out[5]);
+    s.score = MHA_SCORE_ADDITIVE;
+    s.p_a = 3;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    s.score = MHA_SCORE_DOT;
+    s.rope_dim = 2;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    s.rope_dim = 0;
+    s.alibi = 1;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    s.alibi = 0;
+    s.d_q = 65536;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    CHECK(mha_q8_workspace_size(&s, 1, 2, 3) == 0 && mha_q8_rows(&s) == 0, "q8 sizes of a bad shape");
+    s.d_q = 4;
+    s.p_q = s.p_k = 16385;
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+    s.p_q = s.p_k = 2;
+    Q8_EXPECT(MHA_OK, Q8_CALL(&s, &w, &p, 0, 2, 3, q, k, v, NULL, out, ws, bytes)); /* nothing to do */
+    Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, INT32_MAX, INT32_MAX, 3, q, k, v, NULL, out, ws, bytes));
+    /* the rescale helpers */
+    {
+        mha_q8_rescale r;
+        CHECK(mha_q8_rescale_make(-1.0, &r) == MHA_ERR_SHAPE && mha_q8_rescale_make(1.0 / 0.0, &r) == MHA_ERR_SHAPE &&
+                  mha_q8_rescale_make(0.0 / 0.0, &r) == MHA_ERR_SHAPE &&
+                  mha_q8_rescale_make(ldexp(1.0, 30), &r) == MHA_ERR_SHAPE &&
+                  mha_q8_rescale_make(1.0, NULL) == MHA_ERR_NULL,
+              "mha_q8_rescale_make's bad input");
+        CHECK(mha_q8_rescale_make(ldexp(1.0, -40), &r) == MHA_OK && r.multiplier == 0 && r.shift == 0,
+              "a factor below 2^-32 is 0");
+        CHECK(mha_q8_rescale_make(0.5, &r) == MHA_OK && r.multiplier == (1 << 30) && r.shift == 0 &&
+                  mha_q8_rescale_apply(3, r) == 2 && mha_q8_rescale_apply(INT32_MAX, r) == (1 << 30),
+              "0.5 as a rescale: %d %d", r.multiplier, r.shift);
+        CHECK(mha_q8_rescale_make(ldexp(1.0, 29) * 1.5, &r) == MHA_OK && mha_q8_rescale_apply(INT32_MAX, r) == INT32_MAX &&
+                  mha_q8_rescale_apply(INT32_MIN, r) == INT32_MIN,
+              "a large rescale saturates");
+    }
+    /* mha_q8_prepare's bad input */
+    {
+        mha_shape s2 = shape_of(2, 1, 4, 4, 4, 2, 2, 3, 0);
+        float one[8] = {0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
+        mha_q8_scales sc;
+        mha_q8_rescale rows[16];
+        mha_q8_weights w2 = MHA_INIT;
+        mha_q8_params p2 = MHA_INIT;
+        sc.in_q = sc.in_k = sc.in_v = sc.q = sc.k = sc.v = sc.heads = sc.out = 0.05f;
+        sc.w_q = sc.w_k = sc.w_v = sc.w_o = one;
+        CHECK(mha_q8_rows(&s2) == 4 + 2 + 2 + 3, "mha_q8_rows %u", (unsigned)mha_q8_rows(&s2));
+        CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 10) == MHA_ERR_WORKSPACE && !w2.r_q,
+              "mha_q8_prepare with too few rows");
+        CHECK(mha_q8_prepare(&s2, NULL, &w2, &p2, rows, 16) == MHA_ERR_NULL, "mha_q8_prepare NULL");
+        one[1] = 0.0f;
+        CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_ERR_SHAPE && !w2.r_q,
+              "mha_q8_prepare with a zero weight scale");
+        one[1] = 0.1f;
+        sc.out = -1.0f;
+        CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_ERR_SHAPE, "mha_q8_prepare with a negative scale");
+        sc.out = 0.05f;
+        CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_OK && w2.r_o == rows + 8, "mha_q8_prepare");
+    }
+#undef Q8_EXPECT
+#undef Q8_CALL
+}
+
+static int32_t *q8_load(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long size;
+    int32_t *words;
+    unsigned char *bytes;
+    long i;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    bytes = (unsigned char *)malloc((size_t)size + 4);
+    words = (int32_t *)malloc((size_t)size + 4);
+    if (fread(bytes, 1, (size_t)size, f) != (size_t)size) size = 0;
+    fclose(f);
+    for (i = 0; i + 3 < size; i += 4) /* little-endian words, on any host */
+        words[i / 4] = (int32_t)((uint32_t)bytes[i] | (uint32_t)bytes[i + 1] << 8 | (uint32_t)bytes[i + 2] << 16 |
+                                 (uint32_t)bytes[i + 3] << 24);
+    words[size / 4] = 0;
+    free(bytes);
+    return words;
+}
+
+int main(int argc, char **argv) {
+    q8_exp_check();
+    q8_hostile();
+    q8_run_cases(q8_cases_small, 1);
+    if (argc > 1) {
+        int32_t *words = q8_load(argv[1]);
+        CHECK(words != NULL, "cannot read %s (make test writes it with tests/q8_ref.py)", argv[1]);
+        if (words) q8_run_cases(words, 1);
+        free(words);
+    }
+    printf("q8: %ld of %ld cases equal the numpy reference bit for bit (%s rounding)\n", q8_exact, q8_cases,
+           MHA_Q8_SINGLE_ROUNDING ? "single" : "double");
+    if (q8_calibrated) {
+        long total = q8_lsb[0] + q8_lsb[1] + q8_lsb[2] + q8_lsb[3];
+        printf("q8: against fp32 on %ld calibrated cases, %ld outputs: |error| 0 LSB %.2f %%, 1 LSB %.2f %%, "
+               "2 LSB %.2f %%, 3+ LSB %.2f %%\n",
+               q8_calibrated, total, 100.0 * q8_lsb[0] / total, 100.0 * q8_lsb[1] / total, 100.0 * q8_lsb[2] / total,
+               100.0 * q8_lsb[3] / total);
+        CHECK(q8_lsb[0] + q8_lsb[1] >= 0.95 * total, "q8: %.2f %% within 1 LSB of fp32 (measured 95.6-95.9 %%)",
+              100.0 * (q8_lsb[0] + q8_lsb[1]) / total);
+    }
+    return tu_summary();
+}
