@@ -570,7 +570,8 @@ typedef struct mha_q8_scales {
 /* The rescales of a shape: rows (mha_q8_rows(shape) of them: 0 for a bad
    shape) get r_q, r_k, r_v, r_o in that order, w->r_q .. r_o point into
    rows, and p->score, p->head are set (the zero points are yours to set).
-   Computed in double. Returns MHA_ERR_NULL, MHA_ERR_SHAPE (the shape; a
+   Computed in double, each step rounded to double (a cast removes x87's
+   excess precision). Returns MHA_ERR_NULL, MHA_ERR_SHAPE (the shape; a
    scale not > 0 and finite; a factor too large), MHA_ERR_WORKSPACE
    (count < mha_q8_rows(shape)), else MHA_OK; nothing written on an error. */
 MHADEF size_t mha_q8_rows(const mha_shape *shape);
@@ -5251,7 +5252,8 @@ MHADEF mha_status mha_q8_rescale_make(double real, mha_q8_rescale *r) {
         real *= 2.0;
         --e;
     }
-    q = (int64_t)(real * 2147483648.0 + 0.5); /* f 2^31 rounded half away from zero (exact sum) */
+    q = (int64_t)(real * 2147483648.0); /* f 2^31 (exact) rounded half away from zero */
+    if (real * 2147483648.0 - (double)q >= 0.5) ++q;
     if (q == (int64_t)1 << 31) {
         q >>= 1;
         ++e;
@@ -5334,7 +5336,7 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
     mha_q8_rescale score, head;
     size_t r, ends[4];
     mha_status st = mha__q8_sizes(&c, shape);
-    float scale;
+    volatile float root, scale;
     if (st != MHA_OK) return st;
     if (!scales || !w || !p || !rows || !scales->w_q || !scales->w_k || !scales->w_v || !scales->w_o)
         return MHA_ERR_NULL;
@@ -5349,11 +5351,13 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
         for (r = 0; r < 8; ++r)
             if (!(t[r] > 0.0f && t[r] <= FLT_MAX)) return MHA_ERR_SHAPE;
     }
-    scale = shape->scale != 0.0f ? shape->scale : 1.0f / MHA_SQRTF((float)shape->p_k);
+    root = MHA_SQRTF((float)shape->p_k); /* through a volatile float: rounded to float also on x87 */
+    scale = shape->scale != 0.0f ? shape->scale : 1.0f / root;
     /* 1. the attend stage's two: |scale| (a negative scale is not a rescale) */
     if (!(scale > 0.0f) ||
-        mha_q8_rescale_make((double)scales->q * (double)scales->k * (double)scale * log2e * 65536.0, &score) != MHA_OK ||
-        mha_q8_rescale_make((double)scales->v / 32768.0 / (double)scales->heads, &head) != MHA_OK)
+        mha_q8_rescale_make((double)((double)((double)scales->q * (double)scales->k) * (double)scale) * log2e * 65536.0,
+                            &score) != MHA_OK ||
+        mha_q8_rescale_make((double)((double)scales->v / 32768.0) / (double)scales->heads, &head) != MHA_OK)
         return MHA_ERR_SHAPE;
     /* 2. a row's: s_in s_w[row] / s_out, checked before any is written */
     for (r = 0; r < 2 * ends[3]; ++r) {
@@ -5363,7 +5367,8 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
         const float to = part == 0 ? scales->q : part == 1 ? scales->k : part == 2 ? scales->v : scales->out;
         const float s = sw[k - (part ? ends[part - 1] : 0)];
         mha_q8_rescale one;
-        if (!(s > 0.0f && s <= FLT_MAX) || mha_q8_rescale_make((double)in * (double)s / (double)to, &one) != MHA_OK)
+        if (!(s > 0.0f && s <= FLT_MAX) ||
+            mha_q8_rescale_make((double)((double)in * (double)s) / (double)to, &one) != MHA_OK)
             return MHA_ERR_SHAPE;
         if (r >= ends[3]) rows[k] = one; /* the second round writes */
     }

@@ -58,13 +58,15 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
     build "$B/$name-backward.elf" $cc $BACKWARD -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
+    build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
+        "timeout 300 $run $B/$name-q8.elf" \
         "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault' 
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]' 
     add "$name" "$out"
 }
 cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
@@ -133,6 +135,7 @@ linux() { # linux NAME RUNNER CC ARGS...
     build "$B/$name-backward" "$@" -O2 -std=c99 -Itests $BACKWARD -lm || ok=0
     build "$B/$name-backward-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $BACKWARD -lm || ok=0
     build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 "-DMHA__DCH=((size_t)256)" -Itests $DECODE -lm || ok=0
+    build "$B/$name-q8" "$@" -O2 -std=c99 -DQ8_EXP_STRIDE=7 -Itests tests/test_q8.c -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
     if [ "$name" = aarch64 ]; then
@@ -144,10 +147,13 @@ linux() { # linux NAME RUNNER CC ARGS...
     out=$(sh tests/run.sh "$runner $B/$name-mha" "$runner $B/$name-hostile" "$runner $B/$name-replay $CORPUS" \
         "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" \
         "$runner $B/$name-fast" "$runner $B/$name-mha-fast" "$runner $B/$name-decode" "$runner $B/$name-backward" \
-        "$runner $B/$name-backward-fast" "$runner $B/$name-decode-fast" ${fastp:+"$fastp"} 2>&1)
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL' | sed "s|$CORPUS|corpus|"
+        "$runner $B/$name-backward-fast" "$runner $B/$name-decode-fast" "$runner $B/$name-q8 $B/q8_cases.bin" \
+        ${fastp:+"$fastp"} 2>&1)
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL|^q8: [0-9]' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
 }
+# the int8 cases of tests/q8_ref.py (numpy) for test_q8 on these targets
+/usr/bin/python3 tests/q8_ref.py "$B/q8_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q8_cases.bin"
 linux s390x qemu-s390x s390x-linux-gnu-gcc -static
 linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
 linux i386 "$(sh tests/runner32.sh "$B")" gcc -m32
