@@ -3,7 +3,7 @@
 (not from mha.h), and a generator of test cases for tests/test_q8.c.
 
     q8_ref.py OUT.bin [--cases N] [--seed S]     N random cases into OUT.bin
-    q8_ref.py --header OUT.h [--cases N]          a few small ones as a C header
+    q8_ref.py --header OUT.h [--cases N] [--tiny] a few small (tiny: AVR) ones as a C header
 
 Each case is calibrated the way a post-training exporter does it: float
 inputs and weights are drawn, weights quantised per row (symmetric), the
@@ -157,17 +157,19 @@ def quant_rows(w):
     return np.clip(np.round(w / s[:, None].astype(np.float64)), -127, 127).astype(np.int64), s
 
 
-def make_case(rng, small):
+def make_case(rng, size):
+    """size 0: tiny (AVR), 1: small (the C header), 2: the file's"""
+    small = size < 2
     kv = int(rng.integers(1, 3 if small else 4))
     h = kv * int(rng.integers(1, 3 if small else 4))
     big = not small and rng.random() < 0.15
-    dq, dk, dv = (int(rng.integers(1, 9 if small else (65 if big else 25))) for _ in range(3))
-    pq = int(rng.integers(1, 7 if small else (33 if big else 13)))
-    pv = int(rng.integers(1, 7 if small else 13))
-    po = int(rng.integers(1, 9 if small else 17))
+    dq, dk, dv = (int(rng.integers(1, (5, 9, 65 if big else 25)[size])) for _ in range(3))
+    pq = int(rng.integers(1, (4, 7, 33 if big else 13)[size]))
+    pv = int(rng.integers(1, (4, 7, 13)[size]))
+    po = int(rng.integers(1, (4, 9, 17)[size]))
     batch = int(rng.integers(1, 3 if small else 4))
-    n = int(rng.integers(0 if rng.random() < 0.05 else 1, 5 if small else 7))
-    m = int(rng.integers(0 if rng.random() < 0.05 else 1, 7 if small else (80 if big else 12)))
+    n = int(rng.integers(0 if rng.random() < 0.05 else 1, (4, 5, 7)[size]))
+    m = int(rng.integers(0 if rng.random() < 0.05 else 1, (5, 7, 80 if big else 12)[size]))
     c = dict(h=h, kv=kv, dq=dq, dk=dk, dv=dv, pq=pq, pv=pv, po=po, batch=batch, n=n, m=m)
     c["scale_f"] = 0.0 if rng.random() < 0.7 else float(np.float32(rng.uniform(0.05, 0.6)))
     # masks
@@ -292,10 +294,11 @@ def main():
         seed = int(args[args.index("--seed") + 1])
     if "--header" in args:
         header = args[args.index("--header") + 1]
+    size = 0 if "--tiny" in args else 1 if header else 2
     rng = np.random.default_rng(seed)
     words = []
     for _ in range(cases):
-        words += case_words(make_case(rng, header is not None))
+        words += case_words(make_case(rng, size))
     words.append(0)
     if header:
         with open(header, "w") as f:

@@ -15,7 +15,11 @@
 #define MHA_IMPLEMENTATION
 #include "test_util.h"
 
+#ifdef Q8_HEADER /* AVR: tests/ref_q8_tiny.h, small enough for its RAM */
+#include Q8_HEADER
+#else
 #include "ref_q8_small.h"
+#endif
 
 /* every Q8_EXP_STRIDE-th input of the integer exp (cross targets: fewer) */
 #ifndef Q8_EXP_STRIDE
@@ -321,8 +325,9 @@ static void q8_run_cases(const int32_t *words, int prepare) {
                     break;
                 }
             CHECK(0, "case %ld (h %d kv %d d %d/%d/%d p %d/%d/%d b %d n %d m %d): out[%u] %d, numpy %d", q8_cases,
-                  c.s.heads, c.s.kv_heads, c.s.d_q, c.s.d_k, c.s.d_v, c.s.p_q, c.s.p_v, c.s.p_o, c.batch, c.n, c.m,
-                  (unsigned)first, first < no ? out[first] : 0, first < no ? expect[first] : 0);
+                  (int)c.s.heads, (int)c.s.kv_heads, (int)c.s.d_q, (int)c.s.d_k, (int)c.s.d_v, (int)c.s.p_q,
+                  (int)c.s.p_v, (int)c.s.p_o, (int)c.batch, (int)c.n, (int)c.m, (unsigned)first,
+                  first < no ? out[first] : 0, first < no ? expect[first] : 0);
         }
         if (prepare && sizeof(double) == 8) q8_prepare_check(&c);
         if (c.calibrated && st == MHA_OK) q8_against_fp32(&c, out);
@@ -338,15 +343,15 @@ static void q8_exp_check(void) {
     int32_t y;
     double worst = 0.0, wp = 0.0, ws = 0.0;
     int t;
-    for (y = 0; y > -16 * 65536; y -= Q8_EXP_STRIDE) {
+    for (y = 0; y > -16L * 65536; y -= Q8_EXP_STRIDE) {
         double want = ldexp(1.0, 15) * pow(2.0, (double)y / 65536.0), d = fabs((double)mha__q8_exp2(y) - want);
         if (d > worst) worst = d;
     }
     CHECK(worst <= 0.51, "integer exp: worst %.4f Q15 LSBs (rounding alone is 0.5)", worst);
-    CHECK(mha__q8_exp2(0) == 32768u && mha__q8_exp2(-16 * 65536) == 0u && mha__q8_exp2(INT32_MIN) == 0u,
+    CHECK(mha__q8_exp2(0) == 32768u && mha__q8_exp2((int32_t)-16L * 65536) == 0u && mha__q8_exp2(INT32_MIN) == 0u,
           "integer exp at its ends");
     printf("q8: integer exp, worst error over %ld inputs (every %d-th): %.4f Q15 LSBs\n",
-           (long)(16 * 65536L / Q8_EXP_STRIDE), Q8_EXP_STRIDE, worst);
+           16L * 65536L / Q8_EXP_STRIDE, Q8_EXP_STRIDE, worst);
     /* softmax of rows of m int32 scores, with a real factor f per unit */
     for (t = 0; t < 2000; ++t) {
         int32_t s[64], mx = INT32_MIN;
@@ -366,7 +371,7 @@ static void q8_exp_check(void) {
         rmax = (double)mx * f;
         for (j = 0; j < m; ++j) rsum += exp((double)s[j] * f - rmax);
         for (j = 0; j < m; ++j) {
-            double p = (double)(((uint64_t)e[j] * recip + (1u << 30)) >> 31) / 32768.0;
+            double p = (double)(((uint64_t)e[j] * recip + ((uint32_t)1 << 30)) >> 31) / 32768.0;
             double d = fabs(p - exp((double)s[j] * f - rmax) / rsum);
             if (d > wp) wp = d;
             ws += d;
@@ -431,7 +436,7 @@ static void q8_hostile(void) {
     Q8_EXPECT(MHA_ERR_WORKSPACE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes - 1));
     Q8_EXPECT(MHA_ERR_WORKSPACE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, NULL, bytes));
     Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, -1, 2, 3, q, k, v, NULL, out, ws, bytes));
-    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, (1 << 22) + 1, q, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, ((int32_t)1 << 22) + 1, q, k, v, NULL, out, ws, bytes));
     p.zero_v = 128;
     Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
     p.zero_v = 0;
@@ -469,6 +474,11 @@ static void q8_hostile(void) {
     s.p_q = s.p_k = 2;
     Q8_EXPECT(MHA_OK, Q8_CALL(&s, &w, &p, 0, 2, 3, q, k, v, NULL, out, ws, bytes)); /* nothing to do */
     Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, INT32_MAX, INT32_MAX, 3, q, k, v, NULL, out, ws, bytes));
+#if SIZE_MAX < 0x7fffffff /* 16-bit size_t (AVR): counts that fit int32_t but not size_t */
+    CHECK(mha_q8_workspace_size(&s, 1, 2, 65537) == 0, "q8 workspace size of m = 65537 with a 16-bit size_t");
+    Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, 1, 2, 65537, q, k, v, NULL, out, ws, bytes));
+    Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, 65536, 2, 3, q, k, v, NULL, out, ws, bytes));
+#endif
     /* the rescale helpers */
     {
         mha_q8_rescale r;
@@ -479,9 +489,9 @@ static void q8_hostile(void) {
               "mha_q8_rescale_make's bad input");
         CHECK(mha_q8_rescale_make(ldexp(1.0, -40), &r) == MHA_OK && r.multiplier == 0 && r.shift == 0,
               "a factor below 2^-32 is 0");
-        CHECK(mha_q8_rescale_make(0.5, &r) == MHA_OK && r.multiplier == (1 << 30) && r.shift == 0 &&
-                  mha_q8_rescale_apply(3, r) == 2 && mha_q8_rescale_apply(INT32_MAX, r) == (1 << 30),
-              "0.5 as a rescale: %d %d", r.multiplier, r.shift);
+        CHECK(mha_q8_rescale_make(0.5, &r) == MHA_OK && r.multiplier == ((int32_t)1 << 30) && r.shift == 0 &&
+                  mha_q8_rescale_apply(3, r) == 2 && mha_q8_rescale_apply(INT32_MAX, r) == ((int32_t)1 << 30),
+              "0.5 as a rescale: %ld %ld", (long)r.multiplier, (long)r.shift);
         CHECK(mha_q8_rescale_make(ldexp(1.0, 29) * 1.5, &r) == MHA_OK && mha_q8_rescale_apply(INT32_MAX, r) == INT32_MAX &&
                   mha_q8_rescale_apply(INT32_MIN, r) == INT32_MIN,
               "a large rescale saturates");
@@ -513,6 +523,7 @@ static void q8_hostile(void) {
 #undef Q8_CALL
 }
 
+#ifndef __AVR__ /* no files there */
 static int32_t *q8_load(const char *path) {
     FILE *f = fopen(path, "rb");
     long size;
@@ -534,17 +545,40 @@ static int32_t *q8_load(const char *path) {
     free(bytes);
     return words;
 }
+#endif
+
+#ifdef __AVR__ /* output through USART0 (simavr prints it); a sleep with interrupts off ends the run */
+#include <avr/interrupt.h>
+#include <avr/io.h>
+#include <avr/sleep.h>
+static int q8_uart_put(char ch, FILE *f) {
+    (void)f;
+    while (!(UCSR0A & (1 << UDRE0))) {}
+    UDR0 = (uint8_t)ch;
+    return 0;
+}
+static FILE q8_uart = FDEV_SETUP_STREAM(q8_uart_put, NULL, _FDEV_SETUP_WRITE);
+#endif
 
 int main(int argc, char **argv) {
+#ifdef __AVR__
+    UCSR0B = (1 << TXEN0);
+    stdout = &q8_uart;
+#endif
     q8_exp_check();
     q8_hostile();
     q8_run_cases(q8_cases_small, 1);
+#ifndef __AVR__
     if (argc > 1) {
         int32_t *words = q8_load(argv[1]);
         CHECK(words != NULL, "cannot read %s (make test writes it with tests/q8_ref.py)", argv[1]);
         if (words) q8_run_cases(words, 1);
         free(words);
     }
+#else
+    (void)argc;
+    (void)argv;
+#endif
     printf("q8: %ld of %ld cases equal the numpy reference bit for bit (%s rounding)\n", q8_exact, q8_cases,
            MHA_Q8_SINGLE_ROUNDING ? "single" : "double");
     if (q8_calibrated) {
@@ -556,5 +590,12 @@ int main(int argc, char **argv) {
         CHECK(q8_lsb[0] + q8_lsb[1] >= 0.95 * total, "q8: %.2f %% within 1 LSB of fp32 (measured 95.6-95.9 %%)",
               100.0 * (q8_lsb[0] + q8_lsb[1]) / total);
     }
+#ifdef __AVR__
+    tu_summary();
+    cli();
+    sleep_mode();
+    return 0;
+#else
     return tu_summary();
+#endif
 }

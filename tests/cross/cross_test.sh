@@ -12,7 +12,11 @@
 #   PyTorch) and its instructions per image (tests/cross/count_insns.py), and
 #   the training example (examples/train: its loss curve against PyTorch's);
 #   AVR ATmega2560 under simavr: a reduced vector set (tests/ref_vectors_small.h)
-#   and each of its cases decoded token by token;
+#   and each of its cases decoded token by token; the int8 path on four tiny
+#   cases (tests/ref_q8_tiny.h);
+#   the int8 path (tests/test_q8.c) bit for bit against tests/q8_ref.py (numpy):
+#   on the Cortex-M cores its 12 cases of tests/ref_q8_small.h, on the Linux
+#   targets also 1000 written here;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
 #   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
@@ -167,6 +171,15 @@ if build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CP
     add "avr-atmega2560" "$out"
 else
     add "avr-atmega2560 build" ""
+fi
+# the int8 path there: four tiny cases of tests/q8_ref.py bit for bit, bad input, 16-bit size_t counts
+if build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
+        -DQ8_EXP_STRIDE=4099 '-DQ8_HEADER="ref_q8_tiny.h"' -Itests tests/test_q8.c -lm; then
+    out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr-q8.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
+    printf '%s\n' "$out" | grep -E '^q8: [0-9]|passed,|FAIL'
+    add "avr-atmega2560 int8" "$out"
+else
+    add "avr-atmega2560 int8 build" ""
 fi
 
 # ---- compile only -----------------------------------------------------------
