@@ -5287,73 +5287,98 @@ typedef struct mha__q8 {
     int8_t *cat;    /* [h*p_v]: its heads */
 } mha__q8;
 
-/* The shape's sizes into *c (MHA_ERR_NULL, MHA_ERR_SHAPE or MHA_OK): as
-   mha__setup, then what the int8 path leaves out and its sums' limits. */
-MHA__PRIVATE mha_status mha__q8_sizes(mha__q8 *c, const mha_shape *s) {
+/* The shape's checks (MHA_ERR_NULL, MHA_ERR_SHAPE or MHA_OK): mha__setup's,
+   then what the int8 path leaves out and its sums' limits. */
+MHA__PRIVATE MHA__NOINLINE mha_status mha__q8_shape(const mha_shape *s) {
     size_t k;
     if (!s) return MHA_ERR_NULL;
-    for (k = 0; k < MHA__SIZES; ++k) {
-        int32_t v = *(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t));
-        if (k == 1 && v == 0) v = s->heads;
-        if (v < 1) return MHA_ERR_SHAPE;
-        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = MHA__SZ(v);
-    }
-    if (c->h % c->kv != 0 || s->score != MHA_SCORE_DOT || s->p_q != s->p_k || s->rope_dim || s->alibi ||
-        s->softcap != 0.0f || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX))
+    for (k = 0; k < MHA__SIZES; ++k) /* each >= 1; kv_heads 0 means heads */
+        if (*(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t)) < (k == 1 ? 0 : 1))
+            return MHA_ERR_SHAPE;
+    if (s->heads % (s->kv_heads ? s->kv_heads : s->heads) != 0 || s->score != MHA_SCORE_DOT || s->p_q != s->p_k ||
+        s->rope_dim || s->alibi || s->softcap != 0.0f || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX))
         return MHA_ERR_SHAPE;
     if (s->d_q > 65535 || s->d_k > 65535 || s->d_v > 65535 || s->p_q > 16384 || s->p_v > 65535 / s->heads)
         return MHA_ERR_SHAPE;
-    c->grp = c->h / c->kv;
     return MHA_OK;
 }
 
-/* Workspace bytes (SIZE_MAX on overflow): the int32 scores at the first
-   4-byte boundary, then the int8 parts. */
+/* The shape's sizes into *c, once mha__q8_shape has passed it. */
+MHA__PRIVATE void mha__q8_sizes(mha__q8 *c, const mha_shape *s) {
+    size_t k;
+    for (k = 0; k < MHA__SIZES; ++k) {
+        int32_t v = *(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t));
+        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = MHA__SZ(k == 1 && v == 0 ? s->heads : v);
+    }
+    c->grp = c->h / c->kv;
+}
+
+/* The workspace: the call state at its first 8-byte boundary, then the
+   int32 scores, then the int8 parts. Its bytes (SIZE_MAX on overflow), and
+   where the state goes. */
+#define MHA__Q8_STATE MHA__UP(sizeof(mha__q8), sizeof(int32_t))
 MHA__PRIVATE size_t mha__q8_bytes(const mha__q8 *c) {
     size_t t = mha__mul(c->m, sizeof(int32_t) + c->kv * (c->pk + c->pv)); /* kv p <= 2^31: no overflow */
-    return mha__add(t, c->h * c->pq + c->h * c->pv + sizeof(int32_t) - 1);
+    return mha__add(t, c->h * c->pq + c->h * c->pv + 7 + MHA__Q8_STATE);
+}
+MHA__PRIVATE mha__q8 *mha__q8_state(void *workspace) {
+    return (mha__q8 *)(void *)((unsigned char *)workspace + (8 - (uintptr_t)workspace % 8) % 8);
 }
 
 MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
     mha__q8 c;
     size_t t;
-    if (mha__q8_sizes(&c, shape) != MHA_OK || batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22)) return 0;
+    if (mha__q8_shape(shape) != MHA_OK || batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22)) return 0;
+    mha__q8_sizes(&c, shape);
     c.m = MHA__SZ(m);
     t = mha__q8_bytes(&c);
     return t == SIZE_MAX ? 0 : t;
 }
 
-MHADEF size_t mha_q8_rows(const mha_shape *shape) {
-    mha__q8 c;
-    if (mha__q8_sizes(&c, shape) != MHA_OK) return 0;
-    return mha__add(mha__add(mha__mul(c.h, c.pq), mha__mul(c.kv, c.pk)), mha__add(mha__mul(c.kv, c.pv), c.po));
+/* The rows' ends of r_q, r_k, r_v, r_o in the rescales' list (ends[3]: all
+   of them); MHA_ERR_NULL, MHA_ERR_SHAPE (also for a count past size_t) or
+   MHA_OK. */
+MHA__PRIVATE mha_status mha__q8_ends(const mha_shape *shape, size_t ends[4]) {
+    mha_status st = mha__q8_shape(shape);
+    size_t h, kv;
+    if (st != MHA_OK) return st;
+    h = MHA__SZ(shape->heads);
+    kv = shape->kv_heads ? MHA__SZ(shape->kv_heads) : h;
+    ends[0] = mha__mul(h, MHA__SZ(shape->p_q));
+    ends[1] = mha__add(ends[0], mha__mul(kv, MHA__SZ(shape->p_k)));
+    ends[2] = mha__add(ends[1], mha__mul(kv, MHA__SZ(shape->p_v)));
+    ends[3] = mha__add(ends[2], MHA__SZ(shape->p_o));
+    return ends[3] == SIZE_MAX ? MHA_ERR_SHAPE : MHA_OK;
 }
+
+MHADEF size_t mha_q8_rows(const mha_shape *shape) {
+    size_t ends[4];
+    return mha__q8_ends(shape, ends) == MHA_OK ? ends[3] : 0;
+}
+
+/* The eight tensor scales lie in mha_q8_scales' order from in_q. */
+typedef char mha__q8_scales_holds[offsetof(mha_q8_scales, out) - offsetof(mha_q8_scales, in_q) == 7 * sizeof(float)
+                                      ? 1
+                                      : -1];
 
 MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q8_weights *w,
                                  mha_q8_params *p, mha_q8_rescale *rows, size_t count) {
     static const double log2e = 1.4426950408889634;
-    mha__q8 c;
     mha_q8_rescale score, head;
     size_t r, ends[4];
-    mha_status st = mha__q8_sizes(&c, shape);
+    mha_status st = mha__q8_ends(shape, ends);
     volatile float root, scale;
     if (st != MHA_OK) return st;
     if (!scales || !w || !p || !rows || !scales->w_q || !scales->w_k || !scales->w_v || !scales->w_o)
         return MHA_ERR_NULL;
-    ends[0] = c.h * c.pq;
-    ends[1] = ends[0] + c.kv * c.pk;
-    ends[2] = ends[1] + c.kv * c.pv;
-    ends[3] = ends[2] + c.po;
-    if (count < mha_q8_rows(shape)) return MHA_ERR_WORKSPACE;
-    {
-        const float t[8] = {scales->in_q, scales->in_k, scales->in_v, scales->q,
-                            scales->k,    scales->v,    scales->heads, scales->out};
-        for (r = 0; r < 8; ++r)
-            if (!(t[r] > 0.0f && t[r] <= FLT_MAX)) return MHA_ERR_SHAPE;
+    if (count < ends[3]) return MHA_ERR_WORKSPACE;
+    for (r = 0; r < 8; ++r) {
+        const float t = *(const float *)(const void *)((const unsigned char *)&scales->in_q + r * sizeof(float));
+        if (!(t > 0.0f && t <= FLT_MAX)) return MHA_ERR_SHAPE;
     }
     root = MHA_SQRTF((float)shape->p_k); /* through a volatile float: rounded to float also on x87 */
     scale = shape->scale != 0.0f ? shape->scale : 1.0f / root;
-    /* 1. the attend stage's two: |scale| (a negative scale is not a rescale) */
+    /* 1. the attend stage's two (a negative scale is not a rescale) */
     if (!(scale > 0.0f) ||
         mha_q8_rescale_make((double)((double)((double)scales->q * (double)scales->k) * (double)scale) * log2e * 65536.0,
                             &score) != MHA_OK ||
@@ -5493,34 +5518,36 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
 MHA__PRIVATE MHA__NOINLINE int mha__q8_params_ok(const mha__q8 *c) {
     const mha_q8_params *p = c->p;
     const mha_q8_weights *w = c->w;
-    const size_t n[4] = {c->h * c->pq, c->kv * c->pk, c->kv * c->pv, c->po};
-    const mha_q8_rescale *r[4];
     size_t k, j;
-    r[0] = w->r_q;
-    r[1] = w->r_k;
-    r[2] = w->r_v;
-    r[3] = w->r_o;
     if (!mha__q8_zero_ok(p->zero_in_q) || !mha__q8_zero_ok(p->zero_in_k) || !mha__q8_zero_ok(p->zero_in_v) ||
         !mha__q8_zero_ok(p->zero_q) || !mha__q8_zero_ok(p->zero_k) || !mha__q8_zero_ok(p->zero_v) ||
         !mha__q8_zero_ok(p->zero_heads) || !mha__q8_zero_ok(p->zero_out) || !mha__q8_rescale_ok(&p->score) ||
         !mha__q8_rescale_ok(&p->head))
         return 0;
-    for (k = 0; k < 4; ++k)
-        for (j = 0; j < n[k]; ++j)
-            if (!mha__q8_rescale_ok(&r[k][j])) return 0;
+    for (k = 0; k < 4; ++k) { /* r_q [h p_q], r_k [kv p_k], r_v [kv p_v], r_o [p_o] */
+        const mha_q8_rescale *r = k == 0 ? w->r_q : k == 1 ? w->r_k : k == 2 ? w->r_v : w->r_o;
+        const size_t rows = k == 0 ? c->h * c->pq : k == 1 ? c->kv * c->pk : k == 2 ? c->kv * c->pv : c->po;
+        for (j = 0; j < rows; ++j)
+            if (!mha__q8_rescale_ok(&r[j])) return 0;
+    }
     return 1;
 }
 
-MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
-                                 int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
-                                 const int8_t *values, const mha_mask *mask, int8_t *out, void *workspace,
-                                 size_t workspace_bytes) {
+/* mha_forward_q8 up to the work: the checks in the order of the error
+   table, then the call state into the workspace (copied byte by byte
+   through a volatile pointer: no memcpy), so that the work runs with none
+   of it on the caller's stack. MHA__RUN, or a status. */
+MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                            int32_t batch, int32_t n, int32_t m, const int8_t *queries,
+                                            const int8_t *keys, const int8_t *values, const mha_mask *mask,
+                                            int8_t *out, void *workspace, size_t workspace_bytes) {
     mha__q8 c;
     mha_status st;
     size_t bytes, t;
-    unsigned char *ws;
+    unsigned char *parts;
     if (!w || !p) return MHA_ERR_NULL;
-    if ((st = mha__q8_sizes(&c, shape)) != MHA_OK) return st;
+    if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
+    mha__q8_sizes(&c, shape);
     if (batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22) || (mask && mask->bias)) return MHA_ERR_SHAPE;
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
@@ -5543,10 +5570,10 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
     if (mask && mask->valid_lens)
         for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)
             if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.m) return MHA_ERR_MASK;
-    /* the parts: the int32 scores at the workspace's first 4-byte boundary */
-    ws = (unsigned char *)workspace + (sizeof(int32_t) - (uintptr_t)workspace % sizeof(int32_t)) % sizeof(int32_t);
-    c.sc = (int32_t *)(void *)ws;
-    c.kp = (int8_t *)(ws + c.m * sizeof(int32_t));
+    if (c.batch == 0 || c.n == 0) return MHA_OK;
+    parts = (unsigned char *)mha__q8_state(workspace) + MHA__Q8_STATE;
+    c.sc = (int32_t *)(void *)parts;
+    c.kp = (int8_t *)(parts + c.m * sizeof(int32_t));
     c.vp = c.kp + c.m * c.kv * c.pk;
     c.qp = c.vp + c.m * c.kv * c.pv;
     c.cat = c.qp + c.h * c.pq;
@@ -5554,7 +5581,18 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
     c.keys = keys;
     c.values = values;
     c.out = out;
-    mha__q8_compute(&c);
+    for (t = 0; t < sizeof c; ++t)
+        ((volatile unsigned char *)(void *)mha__q8_state(workspace))[t] = ((const unsigned char *)&c)[t];
+    return MHA__RUN;
+}
+
+MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                 int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
+                                 const int8_t *values, const mha_mask *mask, int8_t *out, void *workspace,
+                                 size_t workspace_bytes) {
+    int st = mha__q8_enter(shape, w, p, batch, n, m, queries, keys, values, mask, out, workspace, workspace_bytes);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__q8_compute(mha__q8_state(workspace));
     return MHA_OK;
 }
 
