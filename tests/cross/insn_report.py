@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Instructions per inference on the Cortex-M cores that QEMU emulates, for an attention layer
 of keyword-spotting size (tests/cross/kws_count.c: d 64, 4 heads of 16, n = m = 49): one
-mha_forward, the 49 frames appended to a KV cache, and one streaming step (mha_decode, t = 1,
-against 49 cached). fp32, MHA_NO_LIBM=1, -O2; counted exactly by tests/cross/count_insns.py.
+mha_forward, the 49 frames appended to a KV cache, one streaming step (mha_decode, t = 1,
+against 49 cached), all fp32, and one mha_forward_q8 (int8). MHA_NO_LIBM=1, -O2; counted
+exactly by tests/cross/count_insns.py.
 
     insn_report.py            print the table; "N passed, M failed" (a core whose program
                               fails or gives no count fails)
@@ -15,6 +16,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORES = [  # name, QEMU machine, memory map folder, compiler flags
+    # QEMU has no Cortex-M0+ board: ARMv6-M code (a subset of the M3's) runs on the M3's
+    ("Cortex-M0+ (soft float; its code on the M3 board)", "mps2-an385", "mps2", ["-mcpu=cortex-m0plus",
+                                                                                "-mfloat-abi=soft"]),
     ("Cortex-M3 (soft float)", "mps2-an385", "mps2", ["-mcpu=cortex-m3", "-mfloat-abi=soft"]),
     ("Cortex-M4F", "mps2-an386", "mps2", ["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
     ("Cortex-M7", "mps2-an500", "mps2", ["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]),
@@ -28,7 +32,7 @@ def main(argv):
     os.makedirs(out_dir, exist_ok=True)
     rows, passed, failed = [], 0, 0
     for name, machine, mem, flags in CORES:
-        elf = os.path.join(out_dir, "kws-%s.elf" % machine)
+        elf = os.path.join(out_dir, "kws-%s-%s.elf" % (machine, flags[0][6:]))
         cmd = ["arm-none-eabi-gcc"] + flags + ["-mthumb", "-O2", "-std=c99", "-DMHA_NO_LIBM=1", "-Itests",
                                                "--specs=rdimon.specs", "-Ltests/cross/" + mem, "-T",
                                                "tests/cross/cortexm.ld", "tests/cross/cortexm_startup.c",
@@ -39,20 +43,23 @@ def main(argv):
                                   "-kernel", elf], cwd=ROOT, capture_output=True, text=True)
             if "1 passed, 0 failed" in run.stdout:
                 cnt = subprocess.run([sys.executable, "tests/cross/count_insns.py", machine, elf, "kws_mark", "kws",
-                                      "forward,append,decode"], cwd=ROOT, capture_output=True, text=True).stdout
-                m = re.search(r"forward (\d+), append (\d+), decode (\d+)", cnt)
+                                      "forward,append,decode,setup,int8"], cwd=ROOT, capture_output=True,
+                                     text=True).stdout
+                m = re.search(r"forward (\d+), append (\d+), decode (\d+), setup \d+, int8 (\d+)", cnt)
                 counts = m and tuple(int(g) for g in m.groups())
             else:
                 print(run.stdout + run.stderr)
         if counts:
             passed += 1
-            rows.append("| %s | %s | %s | %s |" % (name, format(counts[0], ","), format(counts[2], ","),
-                                                     format(counts[1], ",")))
+            rows.append("| %s | %s | %s | %.1f | %s | %s |" % (name, format(counts[0], ","), format(counts[3], ","),
+                                                               counts[0] / counts[3], format(counts[2], ","),
+                                                               format(counts[1], ",")))
         else:
             failed += 1
-            rows.append("| %s | failed | | |" % name)
-    table = ("| core | `mha_forward`, 49 × 49 | one streaming step (`mha_decode`, 1 against 49 cached) |"
-             " appending 49 frames (`mha_cache_append`) |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            rows.append("| %s | failed | | | | |" % name)
+    table = ("| core | `mha_forward` (fp32), 49 × 49 | `mha_forward_q8` (int8), 49 × 49 | fp32 / int8 |"
+             " one streaming step (`mha_decode`, 1 against 49 cached) | appending 49 frames (`mha_cache_append`) |"
+             "\n|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(table)
     if "--readme" in argv:
         path = os.path.join(ROOT, "README.md")

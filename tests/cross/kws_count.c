@@ -3,10 +3,11 @@
    d_q = d_k = d_v = p_o = 64, 4 heads of 16, self-attention over n = m = 49
    frames (mha_forward), then the 49 frames appended to a KV cache
    (mha_cache_append) and one streaming step: a new frame against the 49
-   cached (mha_decode, t = 1). A call of kws_mark() separates the three, so
-   the counts are of the library's calls alone. Weights and inputs are
-   deterministic made-up values; the statuses and a finite result are
-   checked. */
+   cached (mha_decode, t = 1); then the same layer in int8 (mha_forward_q8,
+   its rescales made before by mha_q8_prepare). A call of kws_mark()
+   separates them, so the counts are of the library's calls alone. Weights
+   and inputs are deterministic made-up values; the statuses and a finite
+   result are checked. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,6 +21,9 @@
 static float wq[H * P * D], wk[H * P * D], wv[H * P * D], wo[D * H * P], x[(N + 1) * D], out[N * D];
 static float cache_k[H * (N + 1) * P], cache_v[H * (N + 1) * P];
 static unsigned char ws[32768];
+static int8_t q8w[4][H * P * D], q8x[N * D], q8out[N * D];
+static float q8ws[4][D];
+static mha_q8_rescale q8rows[4 * D];
 
 __attribute__((noinline)) void kws_mark(void);
 __attribute__((noinline)) void kws_mark(void) { __asm__ volatile(""); }
@@ -37,7 +41,10 @@ int main(void) {
     mha_weights w = MHA_INIT;
     mha_cache c = {cache_k, cache_v, NULL, N + 1, 0, 0};
     int32_t length = 0;
-    mha_status st1, st2, st3;
+    mha_status st1, st2, st3, st4, st5;
+    mha_q8_weights w8 = MHA_INIT;
+    mha_q8_params p8 = MHA_INIT;
+    mha_q8_scales sc8;
     size_t fw, dw;
     int i, finite = 1;
     s.heads = H; s.d_q = s.d_k = s.d_v = D; s.p_q = s.p_k = s.p_v = P; s.p_o = D;
@@ -58,11 +65,32 @@ int main(void) {
     kws_mark();
     st3 = mha_decode(&s, &w, &c, 1, 1, x + N * D, x + N * D, x + N * D, out, ws, dw); /* one step */
     kws_mark();
+    /* int8 (between these two marks the set-up, not counted): the weights and inputs quantised from the same values, scales made up */
+    for (i = 0; i < H * P * D; ++i) {
+        q8w[0][i] = (int8_t)(wq[i] * 600.0f);
+        q8w[1][i] = (int8_t)(wk[i] * 600.0f);
+        q8w[2][i] = (int8_t)(wv[i] * 600.0f);
+        q8w[3][i] = (int8_t)(wo[i] * 600.0f);
+    }
+    for (i = 0; i < N * D; ++i) q8x[i] = (int8_t)(x[i] * 120.0f);
+    for (i = 0; i < 4 * D; ++i) q8ws[i / D][i % D] = 0.2f / 127.0f;
+    sc8.in_q = sc8.in_k = sc8.in_v = 1.0f / 120.0f;
+    sc8.q = sc8.k = sc8.v = sc8.heads = 0.03f;
+    sc8.out = 0.02f;
+    sc8.w_q = q8ws[0]; sc8.w_k = q8ws[1]; sc8.w_v = q8ws[2]; sc8.w_o = q8ws[3];
+    w8.w_q = q8w[0]; w8.w_k = q8w[1]; w8.w_v = q8w[2]; w8.w_o = q8w[3];
+    st4 = mha_q8_prepare(&s, &sc8, &w8, &p8, q8rows, 4 * D);
+    fw = mha_q8_workspace_size(&s, 1, N, N);
+    if (fw > sizeof ws) st4 = MHA_ERR_WORKSPACE;
+    kws_mark();
+    st5 = st4 == MHA_OK ? mha_forward_q8(&s, &w8, &p8, 1, N, N, q8x, q8x, q8x, NULL, q8out, ws, fw) : st4;
+    kws_mark();
     for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f;
-    printf("kws: forward %s, append %s, decode %s, length %d, workspace %u bytes (forward), %u (decode)\n",
-           mha_status_string(st1), mha_status_string(st2), mha_status_string(st3), (int)length, (unsigned)fw,
-           (unsigned)dw);
-    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && length == N + 1 && finite;
+    printf("kws: forward %s, append %s, decode %s, length %d, int8 forward %s (out[0] %d), workspace %u bytes "
+           "(int8 forward), %u (decode)\n",
+           mha_status_string(st1), mha_status_string(st2), mha_status_string(st3), (int)length,
+           mha_status_string(st5), q8out[0], (unsigned)fw, (unsigned)dw);
+    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && st5 == MHA_OK && length == N + 1 && finite;
     printf("%d passed, %d failed\n", i, !i);
     return !i;
 }
