@@ -690,6 +690,28 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 #error "MHA_BF16_DOT must be 0 or 1"
 #endif
 
+/* MHA_Q8_NO_DSP 1: the int8 path's plain C products also where the Cortex-M
+   DSP extension is (the tests' oracle build); default 0. */
+#if defined(MHA_Q8_NO_DSP) && (0 - MHA_Q8_NO_DSP - 1) == 1 /* defined empty: 1 */
+#undef MHA_Q8_NO_DSP
+#define MHA_Q8_NO_DSP 1
+#endif
+#ifndef MHA_Q8_NO_DSP
+#define MHA_Q8_NO_DSP 0
+#endif
+#if MHA_Q8_NO_DSP != 0 && MHA_Q8_NO_DSP != 1
+#error "MHA_Q8_NO_DSP must be 0 or 1"
+#endif
+/* the int8 products by SXTB16 and SMLAD (mha__q8_dot) */
+#if !MHA_Q8_NO_DSP && defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define MHA__Q8_DSP 1
+#include <arm_acle.h>
+typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit load at any address */
+#else
+#define MHA__Q8_DSP 0
+#endif
+
 /* MHA_Q8_SINGLE_ROUNDING 1: the int8 path's rescales round once (README,
    "int8"); default 0, TFLite's two roundings. */
 #if defined(MHA_Q8_SINGLE_ROUNDING) && (0 - MHA_Q8_SINGLE_ROUNDING - 1) == 1 /* defined empty: 1 */
@@ -5280,12 +5302,17 @@ typedef struct mha__q8 {
     const mha_mask *mask;
     const int8_t *queries, *keys, *values;
     int8_t *out;
-    int32_t *sc;    /* [m]: a row's scores, then its probabilities */
     int8_t *kp;     /* [m][kv*p_k]: the projected keys, all kv heads of key j side by side */
     int8_t *vp;     /* [m][kv*p_v] */
     int8_t *qp;     /* [h*p_q]: one query row projected */
     int8_t *cat;    /* [h*p_v]: its heads */
+    int16_t *q16;   /* [h*p_q]: the projected query row minus zero_q */
 } mha__q8;
+/* The first two parts, at the state's end in the workspace (where c lies):
+   sc [m], a row's scores, then its probabilities; x16 [max(d_q, d_k, d_v,
+   h*p_v)], a linear stage's input minus its zero point. */
+#define MHA__Q8_SC(c) ((int32_t *)(void *)((unsigned char *)(c) + MHA__Q8_STATE))
+#define MHA__Q8_X16(c) ((int16_t *)(void *)(MHA__Q8_SC(c) + (c)->m))
 
 /* The shape's checks (MHA_ERR_NULL, MHA_ERR_SHAPE or MHA_OK): mha__setup's,
    then what the int8 path leaves out and its sums' limits. */
@@ -5317,9 +5344,15 @@ MHA__PRIVATE void mha__q8_sizes(mha__q8 *c, const mha_shape *s) {
    int32 scores, then the int8 parts. Its bytes (SIZE_MAX on overflow), and
    where the state goes. */
 #define MHA__Q8_STATE MHA__UP(sizeof(mha__q8), sizeof(int32_t))
+MHA__PRIVATE size_t mha__q8_x16(const mha__q8 *c) { /* x16's length, even: q16 stays 4-byte aligned */
+    size_t d = c->dq > c->dk ? c->dq : c->dk;
+    d = d > c->dv ? d : c->dv;
+    d = d > c->h * c->pv ? d : c->h * c->pv;
+    return d + d % 2;
+}
 MHA__PRIVATE size_t mha__q8_bytes(const mha__q8 *c) {
     size_t t = mha__mul(c->m, sizeof(int32_t) + c->kv * (c->pk + c->pv)); /* kv p <= 2^31: no overflow */
-    return mha__add(t, c->h * c->pq + c->h * c->pv + 7 + MHA__Q8_STATE);
+    return mha__add(t, 3 * c->h * c->pq + c->h * c->pv + 2 * mha__q8_x16(c) + 7 + MHA__Q8_STATE);
 }
 MHA__PRIVATE mha__q8 *mha__q8_state(void *workspace) {
     return (mha__q8 *)(void *)((unsigned char *)workspace + (8 - (uintptr_t)workspace % 8) % 8);
@@ -5406,18 +5439,51 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
     return MHA_OK;
 }
 
+/* The int8 products' kernel: x16 = x - zx as int16 (|x - zx| <= 255), laid
+   out for mha__q8_dot, which gives sum_c w[c] x16[c] for int8 w (exact in
+   int32: the callers' sums are bounded). With the Cortex-M DSP extension
+   (MHA__Q8_DSP) four products take one 32-bit load of w, two SXTB16 and
+   two SMLAD (two 16 x 16 multiply-adds each), with x16 held as (x0, x2),
+   (x1, x3) per group of four; elsewhere one product at a time, in order.
+   Integer sums: the same result either way. */
+MHA__PRIVATE void mha__q8_offset(const int8_t *x, int32_t zx, size_t d, int16_t *x16) {
+    size_t i = 0;
+#if MHA__Q8_DSP
+    for (; i + 4 <= d; i += 4) {
+        x16[i] = (int16_t)(x[i] - zx);
+        x16[i + 1] = (int16_t)(x[i + 2] - zx);
+        x16[i + 2] = (int16_t)(x[i + 1] - zx);
+        x16[i + 3] = (int16_t)(x[i + 3] - zx);
+    }
+#endif
+    for (; i < d; ++i) x16[i] = (int16_t)(x[i] - zx);
+}
+MHA__PRIVATE int32_t mha__q8_dot(const int8_t *w, const int16_t *x16, size_t d) {
+    int32_t acc = 0;
+    size_t i = 0;
+#if MHA__Q8_DSP
+    for (; i + 4 <= d; i += 4) { /* x16 is 4-byte aligned and i a multiple of 4 */
+        const uint32_t wv = *(const mha__u32a *)(const void *)(w + i);
+        acc = __smlad(__sxtb16((int32_t)wv), (int32_t) * (const mha__u32a *)(const void *)(x16 + i), acc);
+        acc = __smlad(__sxtb16((int32_t)(wv >> 8 | wv << 24)), (int32_t) * (const mha__u32a *)(const void *)(x16 + i + 2),
+                      acc);
+    }
+#endif
+    for (; i < d; ++i) acc += (int32_t)w[i] * x16[i];
+    return acc;
+}
+
 /* The linear stage for one row: y[r] = zy + rescale_r(b[r] + sum_c W[r][c]
-   (x[c] - zx)), clamped to int8, for r < rows; W [rows][d]. The sum fits
-   int32 (d <= 65535 terms of at most 255 128); the bias is added in int64
-   and the total saturated. */
+   (x[c] - zx)), clamped to int8, for r < rows; W [rows][d], x16 room for d.
+   The sum fits int32 (d <= 65535 terms of at most 255 128); the bias is
+   added in int64 and the total saturated. */
 MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const int8_t *x, int32_t zx, const int8_t *w, const int32_t *bias,
                                                const mha_q8_rescale *rs, size_t rows, size_t d, int32_t zy,
-                                               int8_t *y) {
-    size_t r, i;
+                                               int8_t *y, int16_t *x16) {
+    size_t r;
+    mha__q8_offset(x, zx, d, x16);
     for (r = 0; r < rows; ++r, w += d) {
-        int32_t acc = 0, v;
-        for (i = 0; i < d; ++i) acc += (int32_t)w[i] * ((int32_t)x[i] - zx);
-        v = mha_q8_rescale_apply(mha__q8_sat((int64_t)acc + (bias ? bias[r] : 0)), rs[r]);
+        int32_t v = mha_q8_rescale_apply(mha__q8_sat((int64_t)mha__q8_dot(w, x16, d) + (bias ? bias[r] : 0)), rs[r]);
         v = v > 127 - zy ? 127 : v < -128 - zy ? -128 : v + zy; /* zy + v without overflow */
         y[r] = (int8_t)v;
     }
@@ -5444,7 +5510,8 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
 
 /* The attend stage for query t of batch entry b, head i (its projection in
    c->qp): heads' block i of c->cat.
-     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys
+     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys, as
+        sum k_j (q - zero_q) - zero_k sum (q - zero_q) (q - zero_q in c->q16)
         (mha__visible, keep), and their max; a masked key holds nothing
      2. e_j = 2^(rescale_score(S_j - max) / 65536) in Q15 (the max's is
         32768), their sum (int64)
@@ -5457,16 +5524,18 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t b, size_
     const size_t row = b * c->n + t, hi = mha__visible(c->mask, b, row, t, c->m), kst = c->kv * c->pk,
                  vst = c->kv * c->pv;
     const uint8_t *keep = c->mask && c->mask->keep ? c->mask->keep + row * c->m : NULL;
-    const int8_t *q = c->qp + i * c->pq, *k = c->kp + i / c->grp * c->pk, *v = c->vp + i / c->grp * c->pv;
+    const int16_t *q16 = c->q16 + i * c->pq;
+    const int8_t *k = c->kp + i / c->grp * c->pk, *v = c->vp + i / c->grp * c->pv;
     int8_t *ho = c->cat + i * c->pv;
-    int32_t *sc = c->sc, mx = INT32_MIN, s;
+    int32_t *sc = MHA__Q8_SC(c), mx = INT32_MIN, s, qsum = 0;
     uint64_t sum = 0;
     uint32_t recip;
     size_t j, a, seen = 0;
+    for (a = 0; a < c->pq; ++a) qsum += q16[a];
     /* 1. */
     for (j = 0; j < hi; ++j) {
         if (keep && !keep[j]) continue;
-        for (s = 0, a = 0; a < c->pq; ++a) s += ((int32_t)q[a] - p->zero_q) * ((int32_t)k[j * kst + a] - p->zero_k);
+        s = mha__q8_dot(k + j * kst, q16, c->pq) - p->zero_k * qsum;
         sc[j] = s;
         if (!seen++ || s > mx) mx = s;
     }
@@ -5500,16 +5569,17 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
     for (b = 0; b < c->batch; ++b) {
         for (j = 0; j < c->m; ++j) {
             mha__q8_linear(c->keys + (b * c->m + j) * c->dk, p->zero_in_k, w->w_k, w->b_k, w->r_k, c->kv * c->pk,
-                           c->dk, p->zero_k, c->kp + j * c->kv * c->pk);
+                           c->dk, p->zero_k, c->kp + j * c->kv * c->pk, MHA__Q8_X16(c));
             mha__q8_linear(c->values + (b * c->m + j) * c->dv, p->zero_in_v, w->w_v, w->b_v, w->r_v,
-                           c->kv * c->pv, c->dv, p->zero_v, c->vp + j * c->kv * c->pv);
+                           c->kv * c->pv, c->dv, p->zero_v, c->vp + j * c->kv * c->pv, MHA__Q8_X16(c));
         }
         for (t = 0; t < c->n; ++t) {
             mha__q8_linear(c->queries + (b * c->n + t) * c->dq, p->zero_in_q, w->w_q, w->b_q, w->r_q,
-                           c->h * c->pq, c->dq, p->zero_q, c->qp);
+                           c->h * c->pq, c->dq, p->zero_q, c->qp, MHA__Q8_X16(c));
+            for (i = 0; i < c->h; ++i) mha__q8_offset(c->qp + i * c->pq, p->zero_q, c->pq, c->q16 + i * c->pq);
             for (i = 0; i < c->h; ++i) mha__q8_attend(c, b, t, i);
             mha__q8_linear(c->cat, p->zero_heads, w->w_o, w->b_o, w->r_o, c->po, c->h * c->pv, p->zero_out,
-                           c->out + (b * c->n + t) * c->po);
+                           c->out + (b * c->n + t) * c->po, MHA__Q8_X16(c));
         }
     }
 }
@@ -5572,8 +5642,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q
             if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.m) return MHA_ERR_MASK;
     if (c.batch == 0 || c.n == 0) return MHA_OK;
     parts = (unsigned char *)mha__q8_state(workspace) + MHA__Q8_STATE;
-    c.sc = (int32_t *)(void *)parts;
-    c.kp = (int8_t *)(parts + c.m * sizeof(int32_t));
+    c.q16 = (int16_t *)(void *)(parts + c.m * sizeof(int32_t)) + mha__q8_x16(&c); /* x16 4-byte aligned, even */
+    c.kp = (int8_t *)(c.q16 + c.h * c.pq);
     c.vp = c.kp + c.m * c.kv * c.pk;
     c.qp = c.vp + c.m * c.kv * c.pv;
     c.cat = c.qp + c.h * c.pq;

@@ -10,7 +10,7 @@ outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
     size_report.py            print the table
     size_report.py --readme   also rewrite the table in README.md
     size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
-                              <= 17408 everything, <= 2560 for mha_forward in
+                              <= 17920 everything, <= 2560 for mha_forward in
                               the smallest, <= 3072 for the decoder
                               (mha_decode + mha_cache_append) and for
                               mha_forward_q8 in the smallest; stack <= 256
@@ -58,11 +58,11 @@ TRAINING = ["mha_backward", "mha_backward_workspace_size", "mha_backward_referen
 # to 8704 with RoPE, ALiBi, the soft-cap and sinks, to 9344 with the 16-bit
 # weight and cache types, to 13056 with the backward pass, and to 13824 with
 # the training statistics: mha_forward_lse, its ln and the backward's
-# entry for the reference path, 13610 measured, and to 17408 with the int8
-# path and its set-up helpers, 17298 measured); smallest:
+# entry for the reference path, 13610 measured, and to 17920 with the int8
+# path, its SMLAD products and its set-up helpers, 17588 measured); smallest:
 # mha_forward alone; decoder: mha_decode + mha_cache_append alone; int8:
 # mha_forward_q8 alone
-BUDGET_TEXT = {"everything": 17408, "smallest": 2560, "decoder": 3072, "int8": 3072}
+BUDGET_TEXT = {"everything": 17920, "smallest": 2560, "decoder": 3072, "int8": 3072}
 # everything: the knobs' 16 bytes of call state lie in the deepest frame
 # (mha__enter's); decoding from a 16-bit cache adds mha__dot16's frame (48 bytes
 # more than mha__dot's) under the score loop

@@ -15,8 +15,9 @@
 #   and each of its cases decoded token by token; the int8 path on four tiny
 #   cases (tests/ref_q8_tiny.h);
 #   the int8 path (tests/test_q8.c) bit for bit against tests/q8_ref.py (numpy):
-#   on the Cortex-M cores its 12 cases of tests/ref_q8_small.h, on the Linux
-#   targets also 1000 written here;
+#   on the Cortex-M cores its 12 cases of tests/ref_q8_small.h (with the DSP
+#   extension's SMLAD products on the M4F and M33, and with the plain C ones),
+#   on the Linux targets also 1000 written here;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
 #   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
@@ -62,13 +63,14 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
     build "$B/$name-backward.elf" $cc $BACKWARD -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
-    build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0
+    build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0 # SMLAD products where the core has DSP
+    build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
-        "timeout 300 $run $B/$name-q8.elf" \
+        "timeout 300 $run $B/$name-q8.elf" "timeout 300 $run $B/$name-q8-plain.elf" \
         "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]' 
     add "$name" "$out"
