@@ -5458,32 +5458,63 @@ MHA__PRIVATE void mha__q8_offset(const int8_t *x, int32_t zx, size_t d, int16_t 
 #endif
     for (; i < d; ++i) x16[i] = (int16_t)(x[i] - zx);
 }
-MHA__PRIVATE int32_t mha__q8_dot(const int8_t *w, const int16_t *x16, size_t d) {
-    int32_t acc = 0;
-    size_t i = 0;
 #if MHA__Q8_DSP
-    for (; i + 4 <= d; i += 4) { /* x16 is 4-byte aligned and i a multiple of 4 */
-        const uint32_t wv = *(const mha__u32a *)(const void *)(w + i);
-        acc = __smlad(__sxtb16((int32_t)wv), (int32_t) * (const mha__u32a *)(const void *)(x16 + i), acc);
-        acc = __smlad(__sxtb16((int32_t)(wv >> 8 | wv << 24)), (int32_t) * (const mha__u32a *)(const void *)(x16 + i + 2),
-                      acc);
+#define MHA__Q8_LOAD(p) ((int32_t) * (const mha__u32a *)(const void *)(p))
+#define MHA__Q8_ROR8(u) ((int32_t)((uint32_t)(u) >> 8 | (uint32_t)(u) << 24))
+#endif
+MHA__PRIVATE int32_t mha__q8_dot(const int8_t *w, const int16_t *x16, size_t d) {
+    const int8_t *end = w + d;
+    int32_t acc = 0;
+#if MHA__Q8_DSP
+    for (; end - w >= 4; w += 4, x16 += 4) { /* x16 stays 4-byte aligned */
+        const int32_t u = MHA__Q8_LOAD(w);
+        acc = __smlad(__sxtb16(u), MHA__Q8_LOAD(x16), acc);
+        acc = __smlad(__sxtb16(MHA__Q8_ROR8(u)), MHA__Q8_LOAD(x16 + 2), acc);
     }
 #endif
-    for (; i < d; ++i) acc += (int32_t)w[i] * x16[i];
+    for (; w < end; ++w, ++x16) acc += (int32_t)*w * *x16;
     return acc;
+}
+/* Two rows at once, w0 and w1 (each x16 load serves both): the sums into
+   *a0 and *a1. */
+MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t *x16, size_t d, int32_t *a0,
+                               int32_t *a1) {
+    const int8_t *end = w0 + d;
+    int32_t s0 = 0, s1 = 0;
+#if MHA__Q8_DSP
+    for (; end - w0 >= 4; w0 += 4, w1 += 4, x16 += 4) {
+        const int32_t u = MHA__Q8_LOAD(w0), v = MHA__Q8_LOAD(w1), xa = MHA__Q8_LOAD(x16), xb = MHA__Q8_LOAD(x16 + 2);
+        s0 = __smlad(__sxtb16(u), xa, s0);
+        s1 = __smlad(__sxtb16(v), xa, s1);
+        s0 = __smlad(__sxtb16(MHA__Q8_ROR8(u)), xb, s0);
+        s1 = __smlad(__sxtb16(MHA__Q8_ROR8(v)), xb, s1);
+    }
+#endif
+    for (; w0 < end; ++w0, ++w1, ++x16) {
+        s0 += (int32_t)*w0 * *x16;
+        s1 += (int32_t)*w1 * *x16;
+    }
+    *a0 = s0;
+    *a1 = s1;
 }
 
 /* The linear stage for one row: y[r] = zy + rescale_r(b[r] + sum_c W[r][c]
    (x[c] - zx)), clamped to int8, for r < rows; W [rows][d], x16 room for d.
    The sum fits int32 (d <= 65535 terms of at most 255 128); the bias is
-   added in int64 and the total saturated. */
+   added in int64 and the total saturated. Rows two at a time. */
 MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const int8_t *x, int32_t zx, const int8_t *w, const int32_t *bias,
                                                const mha_q8_rescale *rs, size_t rows, size_t d, int32_t zy,
                                                int8_t *y, int16_t *x16) {
     size_t r;
+    int32_t acc[2];
     mha__q8_offset(x, zx, d, x16);
-    for (r = 0; r < rows; ++r, w += d) {
-        int32_t v = mha_q8_rescale_apply(mha__q8_sat((int64_t)mha__q8_dot(w, x16, d) + (bias ? bias[r] : 0)), rs[r]);
+    for (r = 0; r < rows; ++r) {
+        int32_t v;
+        if (r % 2 == 0 && r + 1 < rows)
+            mha__q8_dot2(w + r * d, w + (r + 1) * d, x16, d, &acc[0], &acc[1]);
+        else if (r % 2 == 0)
+            acc[0] = mha__q8_dot(w + r * d, x16, d);
+        v = mha_q8_rescale_apply(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]);
         v = v > 127 - zy ? 127 : v < -128 - zy ? -128 : v + zy; /* zy + v without overflow */
         y[r] = (int8_t)v;
     }
@@ -5510,15 +5541,17 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
 
 /* The attend stage for query t of batch entry b, head i (its projection in
    c->qp): heads' block i of c->cat.
-     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys, as
-        sum k_j (q - zero_q) - zero_k sum (q - zero_q) (q - zero_q in c->q16)
-        (mha__visible, keep), and their max; a masked key holds nothing
+     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys
+        (mha__visible, keep), as sum k_j (q - zero_q) - zero_k sum (q -
+        zero_q) with q - zero_q in c->q16, and their max; a masked key's is
+        INT32_MIN, which no score reaches (|S_j| <= 255^2 p_q < 2^30)
      2. e_j = 2^(rescale_score(S_j - max) / 65536) in Q15 (the max's is
-        32768), their sum (int64)
+        32768; a masked key's 0), their sum (int64)
      3. p_j = e_j R / 2^31 rounded, R = 2^46 / sum rounded: Q15
-        probabilities; keys of p_j = 0 are skipped
-     4. head_c = zero_heads + rescale_head(sum_j p_j (v_jc - zero_v)); every
-        key masked: zero_heads */
+        probabilities
+     4. head_c = zero_heads + rescale_head(sum_j p_j (v_jc - zero_v)), the
+        sum as sum_j p_j v_jc - zero_v sum_j p_j (a key of p_j = 0 adds
+        nothing); every key masked: zero_heads */
 MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t b, size_t t, size_t i) {
     const mha_q8_params *p = c->p;
     const size_t row = b * c->n + t, hi = mha__visible(c->mask, b, row, t, c->m), kst = c->kv * c->pk,
@@ -5527,34 +5560,33 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t b, size_
     const int16_t *q16 = c->q16 + i * c->pq;
     const int8_t *k = c->kp + i / c->grp * c->pk, *v = c->vp + i / c->grp * c->pv;
     int8_t *ho = c->cat + i * c->pv;
-    int32_t *sc = MHA__Q8_SC(c), mx = INT32_MIN, s, qsum = 0;
+    int32_t *sc = MHA__Q8_SC(c), mx = INT32_MIN, qsum = 0, psum = 0;
     uint64_t sum = 0;
     uint32_t recip;
-    size_t j, a, seen = 0;
+    size_t j, a;
     for (a = 0; a < c->pq; ++a) qsum += q16[a];
     /* 1. */
     for (j = 0; j < hi; ++j) {
-        if (keep && !keep[j]) continue;
-        s = mha__q8_dot(k + j * kst, q16, c->pq) - p->zero_k * qsum;
-        sc[j] = s;
-        if (!seen++ || s > mx) mx = s;
+        sc[j] = keep && !keep[j] ? INT32_MIN : mha__q8_dot(k + j * kst, q16, c->pq) - p->zero_k * qsum;
+        if (sc[j] > mx) mx = sc[j];
     }
     /* 2. */
     for (j = 0; j < hi; ++j) {
-        if (keep && !keep[j]) continue;
-        sc[j] = (int32_t)mha__q8_exp2(mha_q8_rescale_apply(sc[j] - mx, p->score));
+        sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha_q8_rescale_apply(sc[j] - mx, p->score));
         sum += (uint32_t)sc[j];
     }
     /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */
     recip = sum ? (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum) : 0;
-    for (j = 0; j < hi; ++j)
-        if (!keep || keep[j]) sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
-    /* 4. sum_j p_j <= 2^15 + m/2, so sum_j p_j 255 fits int32 for m <= 2^22 */
+    for (j = 0; j < hi; ++j) {
+        sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
+        psum += sc[j];
+    }
+    /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22 */
     for (a = 0; a < c->pv; ++a) {
-        int32_t acc = 0, h;
-        for (j = 0; j < hi; ++j)
-            if ((!keep || keep[j]) && sc[j]) acc += sc[j] * ((int32_t)v[j * vst + a] - p->zero_v);
-        h = seen ? mha_q8_rescale_apply(acc, p->head) : 0;
+        const int8_t *va = v + a;
+        int32_t acc = -p->zero_v * psum, h;
+        for (j = 0; j < hi; ++j, va += vst) acc += sc[j] * *va;
+        h = sum ? mha_q8_rescale_apply(acc, p->head) : 0;
         h = h > 127 - p->zero_heads ? 127 : h < -128 - p->zero_heads ? -128 : h + p->zero_heads;
         ho[a] = (int8_t)h;
     }
