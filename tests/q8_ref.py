@@ -4,6 +4,7 @@
 
     q8_ref.py OUT.bin [--cases N] [--seed S]     N random cases into OUT.bin
     q8_ref.py --header OUT.h [--cases N] [--tiny] a few small (tiny: AVR) ones as a C header
+    q8_ref.py --breakdown [--cases N]             where the error against float comes from
 
 Each case is calibrated the way a post-training exporter does it: float
 inputs and weights are drawn, weights quantised per row (symmetric), the
@@ -254,6 +255,58 @@ def make_case(rng, size):
     return c
 
 
+def breakdown(cases, seed):
+    """Where the int8 path's error against the float forward comes from, on calibrated cases:
+    the share of outputs within 1 LSB of the float forward (dequantised weights and inputs)
+    when only the projected q, k, v are rounded to int8, when the heads are too, and for the
+    integer path itself."""
+    rng = np.random.default_rng(seed)
+    within = {"q, k, v rounded": [0, 0], "q, k, v and heads rounded": [0, 0], "int8 path": [0, 0]}
+
+    def float_out(c, Q, K, V, round_heads):
+        h, kv, pq, pv, z, sc = c["h"], c["kv"], c["pq"], c["pv"], c["zero"], c["sc"]
+        scale = c["scale_f"] or float(np.float32(1.0) / np.sqrt(np.float32(pq)))
+        wo = c["w_o"] * c["s_w_o"][:, None].astype(np.float64)
+        bo = c["b_o"] * float(sc["heads"]) * c["s_w_o"].astype(np.float64)
+        out = np.zeros((c["batch"], c["n"], c["po"]))
+        for b in range(c["batch"]):
+            hf = np.zeros((c["n"], h * pv))
+            for t in range(c["n"]):
+                vis = visible(c, b, t)
+                if not vis.any():
+                    continue
+                for i in range(h):
+                    g = i // (h // kv)
+                    s = K[b][vis, g * pq:(g + 1) * pq] @ Q[b][t, i * pq:(i + 1) * pq] * scale
+                    s = np.exp(s - s.max())
+                    hf[t, i * pv:(i + 1) * pv] = (s / s.sum()) @ V[b][vis, g * pv:(g + 1) * pv]
+            if round_heads:
+                hf = (np.clip(np.round(hf / float(sc["heads"])) + z["heads"], -128, 127) - z["heads"]) * float(sc["heads"])
+            out[b] = hf @ wo.T + bo
+        return np.clip(np.floor(out / float(sc["out"]) + 0.5) + z["out"], -128, 127)
+
+    for _ in range(cases):
+        c = make_case(rng, 2)
+        if not c["calibrated"] or c["n"] == 0:
+            continue
+        z, sc = c["zero"], c["sc"]
+        exact, rounded = {}, {}
+        for name, xs, zin in (("q", "queries", "in_q"), ("k", "keys", "in_k"), ("v", "values", "in_v")):
+            sw, sin = c["s_w_" + name].astype(np.float64), float(sc[zin])
+            x = (c[xs] - z[zin]) * sin
+            exact[name] = x @ (c["w_" + name] * sw[:, None]).T + c["b_" + name] * sin * sw
+            rounded[name] = (np.clip(np.round(exact[name] / float(sc[name])) + z[name], -128, 127) - z[name]) * \
+                float(sc[name])
+        ref = float_out(c, exact["q"], exact["k"], exact["v"], False)
+        for key, out in (("q, k, v rounded", float_out(c, rounded["q"], rounded["k"], rounded["v"], False)),
+                         ("q, k, v and heads rounded", float_out(c, rounded["q"], rounded["k"], rounded["v"], True)),
+                         ("int8 path", c["out_double"])):
+            within[key][0] += int((np.abs(out - ref) <= 1).sum())
+            within[key][1] += ref.size
+    for key, (a, t) in within.items():
+        print("q8_ref.py breakdown: %-26s %.2f %% of %d outputs within 1 LSB of the float forward" % (key, 100 * a / t, t))
+
+
 def f32_bits(x):
     return struct.unpack("<i", struct.pack("<f", float(x)))[0]
 
@@ -295,6 +348,9 @@ def main():
     if "--header" in args:
         header = args[args.index("--header") + 1]
     size = 0 if "--tiny" in args else 1 if header else 2
+    if "--breakdown" in args:
+        breakdown(cases, seed)
+        return
     rng = np.random.default_rng(seed)
     words = []
     for _ in range(cases):
