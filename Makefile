@@ -78,7 +78,7 @@ PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backw
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
-MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
+MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/digits_q8 $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
@@ -206,6 +206,12 @@ $(BUILD)/digits: $(DIGITS) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/digits_ref: $(DIGITS) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+# the same model with both attention layers in int8: quantised after training by
+# examples/digits/quantize.py (calibrated on the training images; numpy), then run by mha_forward_q8
+$(BUILD)/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
+	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@
+$(BUILD)/digits_q8: $(DIGITS) $(BUILD)/digits_q8.h | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD) $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm: $(TINYLM) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)

@@ -81,10 +81,16 @@ cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5
 # ---- trained models on the Cortex-M4F: the digit classifier, every image, and its instruction count
 m4f="arm-none-eabi-gcc -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16 -mthumb -O2 -std=c99 -Itests -I. \
     -Iexamples --specs=rdimon.specs -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
+# (and with both attention layers in int8: examples/digits/quantize.py's calibration, mha_forward_q8)
 if build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
-   build "$B/digits-count.elf" $m4f -DDG_COUNT=3 examples/digits/digits.c -lm; then
+   build "$B/digits-count.elf" $m4f -DDG_COUNT=3 examples/digits/digits.c -lm &&
+   /usr/bin/python3 examples/digits/quantize.py examples/digits/digits_model.h "$B/digits_q8.h" &&
+   build "$B/digits-q8.elf" $m4f -DDG_Q8 -I"$B" examples/digits/digits.c -lm &&
+   build "$B/digits-q8-count.elf" $m4f -DDG_Q8 -DDG_COUNT=3 -I"$B" examples/digits/digits.c -lm; then
     out=$(sh tests/run.sh "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/digits.elf" \
-        "/usr/bin/python3 tests/cross/count_insns.py mps2-an386 $B/digits-count.elf dg_mark digits" 2>&1)
+        "/usr/bin/python3 tests/cross/count_insns.py mps2-an386 $B/digits-count.elf dg_mark digits" \
+        "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/digits-q8.elf" \
+        "/usr/bin/python3 tests/cross/count_insns.py mps2-an386 $B/digits-q8-count.elf dg_mark digits-int8" 2>&1)
     printf '%s\n' "$out" | grep -E '^digits|passed,|FAIL'
     add "cortex-m4f digits" "$out"
 else
