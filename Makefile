@@ -266,7 +266,9 @@ sanitize: | $(BUILD)
 	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
 	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(F16C) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
 	$(if $(ASANBF),clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $(ASANBF) $(LDLIBS) -pthread)
-	@sh tests/run.sh $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
+	clang $(SANFLAGS) tests/test_q8.c -o $(BUILD)/asan_q8 $(LDLIBS)
+	$(MAKE) --no-print-directory $(BUILD)/q8_cases.bin
+	@sh tests/run.sh "$(BUILD)/asan_q8 $(BUILD)/q8_cases.bin" $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
 	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
 	    $(BUILD)/asan_backward $(BUILD)/asan_backward_portable "$(IFSIMD) $(BUILD)/asan_backward_fast" \

@@ -499,7 +499,8 @@ MHADEF float mha_f32_from_bf16(uint16_t h);
 
 /* ---- int8 attention ---------------------------------------------------------
    mha_forward in 8-bit integers with TFLite's quantisation scheme, for cores
-   without an FPU: no float operation at all on the way (README, "int8").
+   without an FPU: no float operation at all on the way (README, "int8
+   attention").
    A tensor's real value is scale (q - zero); int8 activations have a scale
    and a zero point per tensor, weights a scale per row and zero point 0,
    biases are int32 with scale s_in s_w[row] and zero point 0. Every
@@ -583,9 +584,10 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
    mha_q8_workspace_size(shape, batch, n, m) bytes, any alignment (it does
    not depend on batch or n). Limits of the int32 sums (MHA_ERR_SHAPE past
    them): d_q, d_k, d_v and heads p_v <= 65535, p_q <= 16384, m <= 2^22.
-   Returns as mha_forward; also MHA_ERR_NULL for p or a rescale array,
-   MHA_ERR_SHAPE for a zero point or rescale out of range. On an error
-   nothing is written. */
+   Returns as mha_forward; also MHA_ERR_NULL for p or a rescale array, and
+   MHA_ERR_SHAPE for a zero point or rescale out of range (checked once the
+   arrays' byte counts are known to fit size_t). On an error nothing is
+   written. */
 MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                  int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
@@ -713,7 +715,7 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit l
 #endif
 
 /* MHA_Q8_SINGLE_ROUNDING 1: the int8 path's rescales round once (README,
-   "int8"); default 0, TFLite's two roundings. */
+   "int8 attention"); default 0, TFLite's two roundings. */
 #if defined(MHA_Q8_SINGLE_ROUNDING) && (0 - MHA_Q8_SINGLE_ROUNDING - 1) == 1 /* defined empty: 1 */
 #undef MHA_Q8_SINGLE_ROUNDING
 #define MHA_Q8_SINGLE_ROUNDING 1
@@ -5292,8 +5294,9 @@ MHA__PRIVATE int mha__q8_rescale_ok(const mha_q8_rescale *r) {
 }
 MHA__PRIVATE int mha__q8_zero_ok(int32_t z) { return z >= -128 && z <= 127; }
 
-/* One call of the int8 path: sizes as mha__ctx's, its arrays, and the
-   workspace's parts. */
+/* One call of the int8 path: its sizes (h .. p_o in mha_shape's order, as
+   mha__ctx), its arrays, and the workspace's parts (two more in
+   MHA__Q8_SC, MHA__Q8_X16). */
 typedef struct mha__q8 {
     size_t h, kv, dq, dk, dv, pq, pk, pv, po; /* mha_shape's order, as mha__ctx */
     size_t grp, batch, n, m;
@@ -5341,18 +5344,21 @@ MHA__PRIVATE void mha__q8_sizes(mha__q8 *c, const mha_shape *s) {
 }
 
 /* The workspace: the call state at its first 8-byte boundary, then the
-   int32 scores, then the int8 parts. Its bytes (SIZE_MAX on overflow), and
-   where the state goes. */
+   int32 scores, x16 and q16 (int16), then the int8 parts kp, vp, qp, cat.
+   Its bytes (SIZE_MAX on overflow: saturating, also where size_t has 16
+   bits), and where the state goes. */
 #define MHA__Q8_STATE MHA__UP(sizeof(mha__q8), sizeof(int32_t))
 MHA__PRIVATE size_t mha__q8_x16(const mha__q8 *c) { /* x16's length, even: q16 stays 4-byte aligned */
-    size_t d = c->dq > c->dk ? c->dq : c->dk;
+    size_t d = c->dq > c->dk ? c->dq : c->dk, hv = mha__mul(c->h, c->pv);
     d = d > c->dv ? d : c->dv;
-    d = d > c->h * c->pv ? d : c->h * c->pv;
-    return d + d % 2;
+    d = d > hv ? d : hv;
+    return mha__add(d, d % 2);
 }
 MHA__PRIVATE size_t mha__q8_bytes(const mha__q8 *c) {
-    size_t t = mha__mul(c->m, sizeof(int32_t) + c->kv * (c->pk + c->pv)); /* kv p <= 2^31: no overflow */
-    return mha__add(t, 3 * c->h * c->pq + c->h * c->pv + 2 * mha__q8_x16(c) + 7 + MHA__Q8_STATE);
+    size_t t = mha__mul(c->m, mha__add(sizeof(int32_t), mha__mul(c->kv, mha__add(c->pk, c->pv))));
+    t = mha__add(t, mha__mul(3, mha__mul(c->h, c->pq))); /* qp, q16 */
+    t = mha__add(t, mha__add(mha__mul(c->h, c->pv), mha__mul(2, mha__q8_x16(c))));
+    return mha__add(t, 7 + MHA__Q8_STATE);
 }
 MHA__PRIVATE mha__q8 *mha__q8_state(void *workspace) {
     return (mha__q8 *)(void *)((unsigned char *)workspace + (8 - (uintptr_t)workspace % 8) % 8);
@@ -5466,7 +5472,7 @@ MHA__PRIVATE int32_t mha__q8_dot(const int8_t *w, const int16_t *x16, size_t d) 
     const int8_t *end = w + d;
     int32_t acc = 0;
 #if MHA__Q8_DSP
-    for (; end - w >= 4; w += 4, x16 += 4) { /* x16 stays 4-byte aligned */
+    for (; end - w >= 4; w += 4, x16 += 4) { /* loads at any alignment (mha__u32a) */
         const int32_t u = MHA__Q8_LOAD(w);
         acc = __smlad(__sxtb16(u), MHA__Q8_LOAD(x16), acc);
         acc = __smlad(__sxtb16(MHA__Q8_ROR8(u)), MHA__Q8_LOAD(x16 + 2), acc);
@@ -5616,6 +5622,30 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
     }
 }
 
+/* Whether the element count (= bytes) of every array of the call fits
+   size_t: inputs, out, the keep mask (when given) and the weights, each a
+   product of three sizes of mha__q8 (by their offsets). */
+#define MHA__Q8_F(x) ((unsigned char)offsetof(mha__q8, x))
+static const unsigned char mha__q8_arrays[9][3] = {
+    {MHA__Q8_F(batch), MHA__Q8_F(n), MHA__Q8_F(dq)}, /* queries */
+    {MHA__Q8_F(batch), MHA__Q8_F(m), MHA__Q8_F(dk)}, /* keys */
+    {MHA__Q8_F(batch), MHA__Q8_F(m), MHA__Q8_F(dv)}, /* values */
+    {MHA__Q8_F(batch), MHA__Q8_F(n), MHA__Q8_F(po)}, /* out */
+    {MHA__Q8_F(h), MHA__Q8_F(pq), MHA__Q8_F(dq)},    /* w_q */
+    {MHA__Q8_F(kv), MHA__Q8_F(pk), MHA__Q8_F(dk)},   /* w_k */
+    {MHA__Q8_F(kv), MHA__Q8_F(pv), MHA__Q8_F(dv)},   /* w_v */
+    {MHA__Q8_F(po), MHA__Q8_F(h), MHA__Q8_F(pv)},    /* w_o */
+    {MHA__Q8_F(batch), MHA__Q8_F(n), MHA__Q8_F(m)},  /* keep, last */
+};
+MHA__PRIVATE MHA__NOINLINE int mha__q8_fits(const mha__q8 *c, int keep) {
+    size_t k, f, p;
+    for (k = 0; k < 8u + (keep ? 1u : 0u); ++k) {
+        for (p = 1, f = 0; f < 3; ++f) p = mha__mul(p, MHA__SIZE(c, mha__q8_arrays[k][f]));
+        if (p == SIZE_MAX) return 0;
+    }
+    return 1;
+}
+
 /* The parameters' checks: zero points in range, rescales valid. */
 MHA__PRIVATE MHA__NOINLINE int mha__q8_params_ok(const mha__q8 *c) {
     const mha_q8_params *p = c->p;
@@ -5660,14 +5690,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
         !keys || !values || !out)
         return MHA_ERR_NULL;
-    if (!mha__q8_params_ok(&c)) return MHA_ERR_SHAPE;
-    /* every array's bytes (one per element) must fit size_t, as mha_forward's */
+    /* every array's bytes must fit size_t, as mha_forward's: before the rescales are read, whose
+       counts are rows of the weights */
     bytes = mha__q8_bytes(&c);
-    t = mha__mul(c.batch, mha__add(mha__add(mha__mul(c.n, c.dq + c.po), mha__mul(c.m, c.dk)),
-                                   mha__add(mha__mul(c.m, c.dv), mask && mask->keep ? mha__mul(c.n, c.m) : 0)));
-    t = mha__add(t, mha__add(mha__mul(c.h * c.pq, c.dq), mha__mul(c.kv * c.pk, c.dk)));
-    t = mha__add(t, mha__add(mha__mul(c.kv * c.pv, c.dv), mha__mul(c.po, c.h * c.pv)));
-    if (bytes == SIZE_MAX || t == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (bytes == SIZE_MAX || !mha__q8_fits(&c, mask && mask->keep)) return MHA_ERR_OVERFLOW;
+    if (!mha__q8_params_ok(&c)) return MHA_ERR_SHAPE;
     if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
     if (mask && mask->valid_lens)
         for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)

@@ -473,7 +473,9 @@ static void q8_hostile(void) {
     Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
     s.p_q = s.p_k = 2;
     Q8_EXPECT(MHA_OK, Q8_CALL(&s, &w, &p, 0, 2, 3, q, k, v, NULL, out, ws, bytes)); /* nothing to do */
+    s.d_q = 8; /* queries: (2^31 - 1)^2 8 bytes, past a 64-bit size_t (checked before the rescales are read) */
     Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, INT32_MAX, INT32_MAX, 3, q, k, v, NULL, out, ws, bytes));
+    s.d_q = 4;
 #if SIZE_MAX < 0x7fffffff /* 16-bit size_t (AVR): counts that fit int32_t but not size_t */
     CHECK(mha_q8_workspace_size(&s, 1, 2, 65537) == 0, "q8 workspace size of m = 65537 with a 16-bit size_t");
     Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, 1, 2, 65537, q, k, v, NULL, out, ws, bytes));
