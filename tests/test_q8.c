@@ -12,8 +12,14 @@
    - the integer exp against 2^x for every input that is not 0, and the
      integer softmax against the real one;
    - bad input: each status, nothing written. */
+#ifndef Q8_LINKED /* the implementation here, so that the integer exp is checked directly; with
+                     Q8_LINKED it is linked from tests/test_impl.c (tests/coverage.sh) */
 #define MHA_IMPLEMENTATION
+#endif
 #include "test_util.h"
+#ifndef MHA_Q8_SINGLE_ROUNDING
+#define MHA_Q8_SINGLE_ROUNDING 0
+#endif
 
 #ifdef Q8_HEADER /* AVR: tests/ref_q8_tiny.h, small enough for its RAM */
 #include Q8_HEADER
@@ -337,6 +343,7 @@ static void q8_run_cases(const int32_t *words, int prepare) {
     }
 }
 
+#ifndef Q8_LINKED
 /* The integer exp: every y in (-16 2^16, 0] against 2^(y/65536) in Q15,
    and the softmax it makes against the real one on random score rows. */
 static void q8_exp_check(void) {
@@ -382,6 +389,8 @@ static void q8_exp_check(void) {
            wp * 32768.0);
     (void)ws;
 }
+
+#endif
 
 /* Bad input: each status, and out untouched. */
 static void q8_hostile(void) {
@@ -491,6 +500,13 @@ static void q8_hostile(void) {
               "mha_q8_rescale_make's bad input");
         CHECK(mha_q8_rescale_make(ldexp(1.0, -40), &r) == MHA_OK && r.multiplier == 0 && r.shift == 0,
               "a factor below 2^-32 is 0");
+        CHECK(mha_q8_rescale_make(0.0, &r) == MHA_OK && r.multiplier == 0 && r.shift == 0 &&
+                  mha_q8_rescale_apply(INT32_MAX, r) == 0,
+              "the factor 0");
+        /* a fraction that rounds up to 1: 2^30 and one more in the shift */
+        CHECK(mha_q8_rescale_make(1.0 - ldexp(1.0, -40), &r) == MHA_OK && r.multiplier == ((int32_t)1 << 30) &&
+                  r.shift == 1 && mha_q8_rescale_apply(1000, r) == 1000,
+              "1 - 2^-40 as a rescale: %ld %ld", (long)r.multiplier, (long)r.shift);
         CHECK(mha_q8_rescale_make(0.5, &r) == MHA_OK && r.multiplier == ((int32_t)1 << 30) && r.shift == 0 &&
                   mha_q8_rescale_apply(3, r) == 2 && mha_q8_rescale_apply(INT32_MAX, r) == ((int32_t)1 << 30),
               "0.5 as a rescale: %ld %ld", (long)r.multiplier, (long)r.shift);
@@ -519,6 +535,14 @@ static void q8_hostile(void) {
         sc.out = -1.0f;
         CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_ERR_SHAPE, "mha_q8_prepare with a negative scale");
         sc.out = 0.05f;
+        sc.q = sc.k = 1e6f; /* the scores' factor s_q s_k scale log2(e) 2^16 is past 2^30 */
+        CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_ERR_SHAPE, "mha_q8_prepare with a huge factor");
+        sc.q = sc.k = 0.05f;
+        s2.p_o = 0;
+        CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_ERR_SHAPE && mha_q8_rows(&s2) == 0 &&
+                  mha_q8_rows(NULL) == 0,
+              "mha_q8_prepare with p_o 0");
+        s2.p_o = 3;
         CHECK(mha_q8_prepare(&s2, &sc, &w2, &p2, rows, 16) == MHA_OK && w2.r_o == rows + 8, "mha_q8_prepare");
     }
 #undef Q8_EXPECT
@@ -567,7 +591,9 @@ int main(int argc, char **argv) {
     UCSR0B = (1 << TXEN0);
     stdout = &q8_uart;
 #endif
+#ifndef Q8_LINKED
     q8_exp_check();
+#endif
     q8_hostile();
     q8_run_cases(q8_cases_small, 1);
 #ifndef __AVR__
