@@ -276,8 +276,9 @@ sanitize: | $(BUILD)
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
 valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD) \
-          $(BUILD)/test_decode $(BUILD)/test_decode_portable $(BUILD)/test_backward
+          $(BUILD)/test_decode $(BUILD)/test_decode_portable $(BUILD)/test_backward $(BUILD)/test_q8 $(BUILD)/q8_cases.bin
 	@sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_q8 $(BUILD)/q8_cases.bin" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_backward" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode_portable" \
