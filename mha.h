@@ -173,7 +173,8 @@ enum {
 enum {
     MHA_F32 = 0,
     MHA_F16 = 1, /* IEEE binary16: 5 exponent bits, 10 fraction bits */
-    MHA_BF16 = 2 /* bfloat16: float's 8 exponent bits, 7 fraction bits */
+    MHA_BF16 = 2, /* bfloat16: float's 8 exponent bits, 7 fraction bits */
+    MHA_I8 = 3    /* int8: the caches of mha_decode_q8 and mha_cache_append_q8 only */
 };
 
 /* Weights, row-major in the Linear convention (out_features x in_features),
@@ -381,7 +382,7 @@ typedef struct mha_cache {
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
    a bad shape or an overflow): with float elements, and with elements of
-   `type` (0 also for an unknown type). */
+   `type` (MHA_I8: one byte; 0 also for an unknown type). */
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity);
 MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type);
 
@@ -589,6 +590,23 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
    arrays' byte counts are known to fit size_t). On an error nothing is
    written. */
 MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+/* int8 decoding over a KV cache of type MHA_I8: cache->k [batch][kv_heads]
+   [capacity][p_k] and cache->v hold the projected keys and values as int8
+   (the projected k's and v's quantisation: zero_k, zero_v). The contract of
+   mha_decode and mha_cache_append (positions, windows as rings, cross-
+   attention with keys and values NULL, the statuses, nothing written on an
+   error), on int8 inputs and out, with mha_forward_q8's arithmetic: decoding
+   a sequence token by token gives mha_forward_q8's output with a causal
+   mask, bit for bit. The workspace: mha_q8_decode_workspace_size(shape,
+   batch, t, capacity) bytes, for both. */
+MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                mha_cache *cache, int32_t batch, int32_t t, const int8_t *queries,
+                                const int8_t *keys, const int8_t *values, int8_t *out, void *workspace,
+                                size_t workspace_bytes);
+MHADEF mha_status mha_cache_append_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                      mha_cache *cache, int32_t batch, int32_t t, const int8_t *keys,
+                                      const int8_t *values, void *workspace, size_t workspace_bytes);
+MHADEF size_t mha_q8_decode_workspace_size(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity);
 MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                  int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
                                  const int8_t *values, const mha_mask *mask, int8_t *out, void *workspace,
@@ -5146,10 +5164,10 @@ MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32
     mha__ctx c;
     size_t per;
     if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK ||
-        capacity < 1 || (uint32_t)type > (uint32_t)MHA_BF16 || (MHA_NO_EXTRAS && type))
+        capacity < 1 || (uint32_t)type > (uint32_t)MHA_I8 || (MHA_NO_EXTRAS && (type == MHA_F16 || type == MHA_BF16)))
         return 0;
     per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), mha__add(c.pk, c.pv));
-    per = mha__mul(per, type ? 2 : sizeof(float));
+    per = mha__mul(per, type == MHA_I8 ? 1 : type ? 2 : sizeof(float));
     return per == SIZE_MAX ? 0 : per;
 }
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
@@ -5300,20 +5318,36 @@ MHA__PRIVATE int mha__q8_zero_ok(int32_t z) { return z >= -128 && z <= 127; }
 typedef struct mha__q8 {
     size_t h, kv, dq, dk, dv, pq, pk, pv, po; /* mha_shape's order, as mha__ctx */
     size_t grp, batch, n, m;
+    size_t mp;      /* key rows projected into kp, vp: m (mha_forward_q8) or 1 (decoding) */
+    size_t tn;      /* decoding: the new tokens per sequence (n = tn, or 0 for an append) */
     const mha_q8_weights *w;
     const mha_q8_params *p;
     const mha_mask *mask;
+    mha_cache *cache; /* NULL: mha_forward_q8 */
     const int8_t *queries, *keys, *values;
     int8_t *out;
-    int8_t *kp;     /* [m][kv*p_k]: the projected keys, all kv heads of key j side by side */
-    int8_t *vp;     /* [m][kv*p_v] */
+    int8_t *kp;     /* [mp][kv*p_k]: the projected keys, all kv heads of key j side by side */
+    int8_t *vp;     /* [mp][kv*p_v] */
     int8_t *qp;     /* [h*p_q]: one query row projected */
     int8_t *cat;    /* [h*p_v]: its heads */
     int16_t *q16;   /* [h*p_q]: the projected query row minus zero_q */
 } mha__q8;
+/* What the attend stage reads for one row and head, set in the workspace
+   (after the call state: MHA__Q8_ROW) by the loop that calls it: position
+   P's key at ka + (P mod ring) kst, its value at va + (P mod ring) vst; the
+   row sees positions lo .. hi-1 (hi - lo <= m) where keep (by position;
+   NULL: all) is nonzero. Not in mha__q8, so that the checks' frame, which
+   holds one, stays small. */
+typedef struct mha__q8_row {
+    const int8_t *ka, *va;
+    size_t kst, vst, ring, lo, hi;
+    const uint8_t *keep;
+} mha__q8_row;
+#define MHA__Q8_ROW(c) ((mha__q8_row *)(void *)((unsigned char *)(c) + MHA__UP(sizeof(mha__q8), 8)))
 /* The first two parts, at the state's end in the workspace (where c lies):
-   sc [m], a row's scores, then its probabilities; x16 [max(d_q, d_k, d_v,
-   h*p_v)], a linear stage's input minus its zero point. */
+   sc [m], a row's scores, then its probabilities (m: the keys, or the
+   cache's capacity); x16 [max(d_q, d_k, d_v, h*p_v)], a linear stage's
+   input minus its zero point. */
 #define MHA__Q8_SC(c) ((int32_t *)(void *)((unsigned char *)(c) + MHA__Q8_STATE))
 #define MHA__Q8_X16(c) ((int16_t *)(void *)(MHA__Q8_SC(c) + (c)->m))
 
@@ -5343,11 +5377,12 @@ MHA__PRIVATE void mha__q8_sizes(mha__q8 *c, const mha_shape *s) {
     c->grp = c->h / c->kv;
 }
 
-/* The workspace: the call state at its first 8-byte boundary, then the
-   int32 scores, x16 and q16 (int16), then the int8 parts kp, vp, qp, cat.
+/* The workspace: the call state at its first 8-byte boundary (mha__q8,
+   then mha__q8_row), then the int32 scores, x16 and q16 (int16), then the
+   int8 parts kp, vp, qp, cat.
    Its bytes (SIZE_MAX on overflow: saturating, also where size_t has 16
    bits), and where the state goes. */
-#define MHA__Q8_STATE MHA__UP(sizeof(mha__q8), sizeof(int32_t))
+#define MHA__Q8_STATE (MHA__UP(sizeof(mha__q8), 8) + MHA__UP(sizeof(mha__q8_row), sizeof(int32_t)))
 MHA__PRIVATE size_t mha__q8_x16(const mha__q8 *c) { /* x16's length, even: q16 stays 4-byte aligned */
     size_t d = c->dq > c->dk ? c->dq : c->dk, hv = mha__mul(c->h, c->pv);
     d = d > c->dv ? d : c->dv;
@@ -5355,7 +5390,7 @@ MHA__PRIVATE size_t mha__q8_x16(const mha__q8 *c) { /* x16's length, even: q16 s
     return mha__add(d, d % 2);
 }
 MHA__PRIVATE size_t mha__q8_bytes(const mha__q8 *c) {
-    size_t t = mha__mul(c->m, mha__add(sizeof(int32_t), mha__mul(c->kv, mha__add(c->pk, c->pv))));
+    size_t t = mha__add(mha__mul(c->m, sizeof(int32_t)), mha__mul(c->mp, mha__mul(c->kv, mha__add(c->pk, c->pv))));
     t = mha__add(t, mha__mul(3, mha__mul(c->h, c->pq))); /* qp, q16 */
     t = mha__add(t, mha__add(mha__mul(c->h, c->pv), mha__mul(2, mha__q8_x16(c))));
     return mha__add(t, 7 + MHA__Q8_STATE);
@@ -5369,7 +5404,7 @@ MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32
     size_t t;
     if (mha__q8_shape(shape) != MHA_OK || batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22)) return 0;
     mha__q8_sizes(&c, shape);
-    c.m = MHA__SZ(m);
+    c.m = c.mp = MHA__SZ(m);
     t = mha__q8_bytes(&c);
     return t == SIZE_MAX ? 0 : t;
 }
@@ -5395,7 +5430,9 @@ MHADEF size_t mha_q8_rows(const mha_shape *shape) {
     return mha__q8_ends(shape, ends) == MHA_OK ? ends[3] : 0;
 }
 
-/* The eight tensor scales lie in mha_q8_scales' order from in_q. */
+/* The eight tensor scales lie in mha_q8_scales' order from in_q, and the
+   eight zero points first in mha_q8_params. */
+typedef char mha__q8_zeros_holds[offsetof(mha_q8_params, zero_out) == 7 * sizeof(int32_t) ? 1 : -1];
 typedef char mha__q8_scales_holds[offsetof(mha_q8_scales, out) - offsetof(mha_q8_scales, in_q) == 7 * sizeof(float)
                                       ? 1
                                       : -1];
@@ -5504,22 +5541,32 @@ MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t
     *a1 = s1;
 }
 
-/* The linear stage for one row: y[r] = zy + rescale_r(b[r] + sum_c W[r][c]
-   (x[c] - zx)), clamped to int8, for r < rows; W [rows][d], x16 room for d.
-   The sum fits int32 (d <= 65535 terms of at most 255 128); the bias is
-   added in int64 and the total saturated. Rows two at a time. */
-MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const int8_t *x, int32_t zx, const int8_t *w, const int32_t *bias,
-                                               const mha_q8_rescale *rs, size_t rows, size_t d, int32_t zy,
-                                               int8_t *y, int16_t *x16) {
+/* The linear stages for one row, y = W x for W = W_q (which 0), W_k (1),
+   W_v (2) or W_o (3): y[r] = zy + rescale_r(b[r] + sum_c W[r][c] (x[c] -
+   zx)), clamped to int8, with each matrix's rows, input size, rescales and
+   zero points. The sum fits int32 (d <= 65535 terms of at most 255 128);
+   the bias is added in int64 and the total saturated. Rows two at a time,
+   x - zx in x16. */
+MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, const int8_t *x, int8_t *y) {
+    const mha_q8_weights *w = c->w;
+    const mha_q8_params *p = c->p;
+    const int8_t *wt = which == 0 ? w->w_q : which == 1 ? w->w_k : which == 2 ? w->w_v : w->w_o;
+    const int32_t *bias = which == 0 ? w->b_q : which == 1 ? w->b_k : which == 2 ? w->b_v : w->b_o;
+    const mha_q8_rescale *rs = which == 0 ? w->r_q : which == 1 ? w->r_k : which == 2 ? w->r_v : w->r_o;
+    const size_t rows = which == 0 ? c->h * c->pq : which == 1 ? c->kv * c->pk : which == 2 ? c->kv * c->pv : c->po;
+    const size_t d = which == 0 ? c->dq : which == 1 ? c->dk : which == 2 ? c->dv : c->h * c->pv;
+    const int32_t zy = which == 0 ? p->zero_q : which == 1 ? p->zero_k : which == 2 ? p->zero_v : p->zero_out;
+    int16_t *x16 = MHA__Q8_X16(c);
     size_t r;
     int32_t acc[2];
-    mha__q8_offset(x, zx, d, x16);
+    mha__q8_offset(x, which == 0 ? p->zero_in_q : which == 1 ? p->zero_in_k : which == 2 ? p->zero_in_v : p->zero_heads,
+                   d, x16);
     for (r = 0; r < rows; ++r) {
         int32_t v;
         if (r % 2 == 0 && r + 1 < rows)
-            mha__q8_dot2(w + r * d, w + (r + 1) * d, x16, d, &acc[0], &acc[1]);
+            mha__q8_dot2(wt + r * d, wt + (r + 1) * d, x16, d, &acc[0], &acc[1]);
         else if (r % 2 == 0)
-            acc[0] = mha__q8_dot(w + r * d, x16, d);
+            acc[0] = mha__q8_dot(wt + r * d, x16, d);
         v = mha_q8_rescale_apply(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]);
         v = v > 127 - zy ? 127 : v < -128 - zy ? -128 : v + zy; /* zy + v without overflow */
         y[r] = (int8_t)v;
@@ -5545,12 +5592,12 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
     return (t + ((uint32_t)1 << (k + 15))) >> (k + 16);
 }
 
-/* The attend stage for query t of batch entry b, head i (its projection in
-   c->qp): heads' block i of c->cat.
-     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys
-        (mha__visible, keep), as sum k_j (q - zero_q) - zero_k sum (q -
-        zero_q) with q - zero_q in c->q16, and their max; a masked key's is
-        INT32_MIN, which no score reaches (|S_j| <= 255^2 p_q < 2^30)
+/* The attend stage for one query row and head i (its projection in c->q16,
+   its keys and values as c->ka .. c->keep say): heads' block i of c->cat.
+     1. scores S_j = sum (q - zero_q)(k_j - zero_k) of the visible keys, as
+        sum k_j (q - zero_q) - zero_k sum (q - zero_q), and their max; a
+        masked key's is INT32_MIN, which no score reaches (|S_j| <= 255^2
+        p_q < 2^30)
      2. e_j = 2^(rescale_score(S_j - max) / 65536) in Q15 (the max's is
         32768; a masked key's 0), their sum (int64)
      3. p_j = e_j R / 2^31 rounded, R = 2^46 / sum rounded: Q15
@@ -5558,67 +5605,122 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
      4. head_c = zero_heads + rescale_head(sum_j p_j (v_jc - zero_v)), the
         sum as sum_j p_j v_jc - zero_v sum_j p_j (a key of p_j = 0 adds
         nothing); every key masked: zero_heads */
-MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t b, size_t t, size_t i) {
+MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const mha_q8_params *p = c->p;
-    const size_t row = b * c->n + t, hi = mha__visible(c->mask, b, row, t, c->m), kst = c->kv * c->pk,
-                 vst = c->kv * c->pv;
-    const uint8_t *keep = c->mask && c->mask->keep ? c->mask->keep + row * c->m : NULL;
+    const mha__q8_row *r = MHA__Q8_ROW(c);
+    const size_t n = r->hi - r->lo, first = r->lo % r->ring;
     const int16_t *q16 = c->q16 + i * c->pq;
-    const int8_t *k = c->kp + i / c->grp * c->pk, *v = c->vp + i / c->grp * c->pv;
     int8_t *ho = c->cat + i * c->pv;
     int32_t *sc = MHA__Q8_SC(c), mx = INT32_MIN, qsum = 0, psum = 0;
     uint64_t sum = 0;
     uint32_t recip;
-    size_t j, a;
+    size_t j, a, slot;
     for (a = 0; a < c->pq; ++a) qsum += q16[a];
     /* 1. */
-    for (j = 0; j < hi; ++j) {
-        sc[j] = keep && !keep[j] ? INT32_MIN : mha__q8_dot(k + j * kst, q16, c->pq) - p->zero_k * qsum;
+    for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+        sc[j] = r->keep && !r->keep[r->lo + j] ? INT32_MIN
+                                              : mha__q8_dot(r->ka + slot * r->kst, q16, c->pq) - p->zero_k * qsum;
         if (sc[j] > mx) mx = sc[j];
     }
     /* 2. */
-    for (j = 0; j < hi; ++j) {
+    for (j = 0; j < n; ++j) {
         sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha_q8_rescale_apply(sc[j] - mx, p->score));
         sum += (uint32_t)sc[j];
     }
     /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */
     recip = sum ? (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum) : 0;
-    for (j = 0; j < hi; ++j) {
+    for (j = 0; j < n; ++j) {
         sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
         psum += sc[j];
     }
     /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22 */
     for (a = 0; a < c->pv; ++a) {
-        const int8_t *va = v + a;
         int32_t acc = -p->zero_v * psum, h;
-        for (j = 0; j < hi; ++j, va += vst) acc += sc[j] * *va;
+        for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
+            acc += sc[j] * r->va[slot * r->vst + a];
         h = sum ? mha_q8_rescale_apply(acc, p->head) : 0;
         h = h > 127 - p->zero_heads ? 127 : h < -128 - p->zero_heads ? -128 : h + p->zero_heads;
         ho[a] = (int8_t)h;
     }
 }
 
-/* The stages over batch entry b: keys and values projected (every kv head),
-   then each query row projected, attended by every head, and its output. */
+/* The project stage for query row `row`: into qp, and q16 (less zero_q)
+   per head. */
+MHA__PRIVATE void mha__q8_project_q(const mha__q8 *c, size_t row) {
+    size_t i;
+    mha__q8_linear(c, 0, c->queries + row * c->dq, c->qp);
+    for (i = 0; i < c->h; ++i) mha__q8_offset(c->qp + i * c->pq, c->p->zero_q, c->pq, c->q16 + i * c->pq);
+}
+
+/* mha_forward_q8's stages over batch entry b: keys and values projected
+   (every kv head), then each query row projected, attended by every head
+   (the masks' visible range and keep row), and its output. c lies in the
+   workspace: the loop sets the attend stage's fields there. */
 MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
-    const mha_q8_weights *w = c->w;
-    const mha_q8_params *p = c->p;
+    mha__q8_row *r = MHA__Q8_ROW(c);
     size_t b, j, t, i;
     for (b = 0; b < c->batch; ++b) {
-        for (j = 0; j < c->m; ++j) {
-            mha__q8_linear(c->keys + (b * c->m + j) * c->dk, p->zero_in_k, w->w_k, w->b_k, w->r_k, c->kv * c->pk,
-                           c->dk, p->zero_k, c->kp + j * c->kv * c->pk, MHA__Q8_X16(c));
-            mha__q8_linear(c->values + (b * c->m + j) * c->dv, p->zero_in_v, w->w_v, w->b_v, w->r_v,
-                           c->kv * c->pv, c->dv, p->zero_v, c->vp + j * c->kv * c->pv, MHA__Q8_X16(c));
+        for (j = 0; j < c->m; ++j) { /* K, V of every kv head */
+            mha__q8_linear(c, 1, c->keys + (b * c->m + j) * c->dk, c->kp + j * c->kv * c->pk);
+            mha__q8_linear(c, 2, c->values + (b * c->m + j) * c->dv, c->vp + j * c->kv * c->pv);
         }
         for (t = 0; t < c->n; ++t) {
-            mha__q8_linear(c->queries + (b * c->n + t) * c->dq, p->zero_in_q, w->w_q, w->b_q, w->r_q,
-                           c->h * c->pq, c->dq, p->zero_q, c->qp, MHA__Q8_X16(c));
-            for (i = 0; i < c->h; ++i) mha__q8_offset(c->qp + i * c->pq, p->zero_q, c->pq, c->q16 + i * c->pq);
-            for (i = 0; i < c->h; ++i) mha__q8_attend(c, b, t, i);
-            mha__q8_linear(c->cat, p->zero_heads, w->w_o, w->b_o, w->r_o, c->po, c->h * c->pv, p->zero_out,
-                           c->out + (b * c->n + t) * c->po, MHA__Q8_X16(c));
+            const size_t row = b * c->n + t;
+            mha__q8_project_q(c, row);
+            r->kst = c->kv * c->pk;
+            r->vst = c->kv * c->pv;
+            r->ring = c->m ? c->m : 1;
+            r->lo = 0;
+            r->hi = mha__visible(c->mask, b, row, t, c->m);
+            r->keep = c->mask && c->mask->keep ? c->mask->keep + row * c->m : NULL;
+            for (i = 0; i < c->h; ++i) {
+                r->ka = c->kp + i / c->grp * c->pk;
+                r->va = c->vp + i / c->grp * c->pv;
+                mha__q8_attend(c, i);
+            }
+            mha__q8_linear(c, 3, c->cat, c->out + row * c->po);
         }
+    }
+}
+
+/* Decoding's stages over batch entry b: the t new keys and values projected
+   into the cache's slots (kp, vp hold one row), then each new query
+   projected, attended over the positions it sees (mha__decode_sees; the
+   last capacity of them, slot P mod capacity), and its output; the
+   length grows by t where keys were given. */
+MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
+    mha__q8_row *r = MHA__Q8_ROW(c);
+    mha_cache *cache = c->cache;
+    const size_t cap = c->m, t = c->tn;
+    size_t b, j, g, a, e, i;
+    for (b = 0; b < c->batch; ++b) {
+        e = (size_t)cache->length[b];
+        for (j = 0; c->keys && j < t; ++j, ++e) {
+            int8_t *ck = (int8_t *)cache->k + b * c->kv * cap * c->pk, *cv = (int8_t *)cache->v + b * c->kv * cap * c->pv;
+            mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
+            mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
+            for (g = 0; g < c->kv; ++g)
+                for (a = 0; a < (c->pk > c->pv ? c->pk : c->pv); ++a) {
+                    if (a < c->pk) ck[(g * cap + e % cap) * c->pk + a] = c->kp[g * c->pk + a];
+                    if (a < c->pv) cv[(g * cap + e % cap) * c->pv + a] = c->vp[g * c->pv + a];
+                }
+        }
+        for (j = 0; j < c->n; ++j) {
+            mha__q8_project_q(c, b * c->n + j);
+            mha__decode_sees(e, c->n, j, (size_t)cache->window, !c->keys, &r->lo, &r->hi);
+            if (r->hi - r->lo > cap) r->lo = r->hi - cap; /* cross-attention: the last capacity held */
+            r->kst = c->pk;
+            r->vst = c->pv;
+            r->ring = cap;
+            r->keep = NULL;
+            for (i = 0; i < c->h; ++i) {
+                r->ka = (const int8_t *)cache->k + (b * c->kv + i / c->grp) * cap * c->pk;
+                r->va = (const int8_t *)cache->v + (b * c->kv + i / c->grp) * cap * c->pv;
+                mha__q8_attend(c, i);
+            }
+            mha__q8_linear(c, 3, c->cat, c->out + (b * c->n + j) * c->po);
+        }
+        cache->length[b] = (int32_t)e;
     }
 }
 
@@ -5651,24 +5753,39 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_params_ok(const mha__q8 *c) {
     const mha_q8_params *p = c->p;
     const mha_q8_weights *w = c->w;
     size_t k, j;
-    if (!mha__q8_zero_ok(p->zero_in_q) || !mha__q8_zero_ok(p->zero_in_k) || !mha__q8_zero_ok(p->zero_in_v) ||
-        !mha__q8_zero_ok(p->zero_q) || !mha__q8_zero_ok(p->zero_k) || !mha__q8_zero_ok(p->zero_v) ||
-        !mha__q8_zero_ok(p->zero_heads) || !mha__q8_zero_ok(p->zero_out) || !mha__q8_rescale_ok(&p->score) ||
-        !mha__q8_rescale_ok(&p->head))
-        return 0;
+    for (k = 0; k < 8; ++k) /* zero_in_q .. zero_out */
+        if (!mha__q8_zero_ok(*(const int32_t *)(const void *)((const unsigned char *)p + k * sizeof(int32_t))))
+            return 0;
+    if (!mha__q8_rescale_ok(&p->score) || !mha__q8_rescale_ok(&p->head)) return 0;
     for (k = 0; k < 4; ++k) { /* r_q [h p_q], r_k [kv p_k], r_v [kv p_v], r_o [p_o] */
         const mha_q8_rescale *r = k == 0 ? w->r_q : k == 1 ? w->r_k : k == 2 ? w->r_v : w->r_o;
         const size_t rows = k == 0 ? c->h * c->pq : k == 1 ? c->kv * c->pk : k == 2 ? c->kv * c->pv : c->po;
-        for (j = 0; j < rows; ++j)
+        for (j = 0; r && j < rows; ++j) /* NULL: not used by this call */
             if (!mha__q8_rescale_ok(&r[j])) return 0;
     }
     return 1;
 }
 
+/* The parts' places in the workspace (mha__q8_bytes' order), and the call
+   state copied to its start byte by byte through a volatile pointer (no
+   memcpy), so that the work runs with none of it on the caller's stack. */
+MHA__PRIVATE void mha__q8_parts(mha__q8 *c, void *workspace) {
+    unsigned char *parts = (unsigned char *)mha__q8_state(workspace) + MHA__Q8_STATE;
+    c->q16 = (int16_t *)(void *)(parts + c->m * sizeof(int32_t)) + mha__q8_x16(c); /* x16 4-byte aligned, even */
+    c->kp = (int8_t *)(c->q16 + c->h * c->pq);
+    c->vp = c->kp + c->mp * c->kv * c->pk;
+    c->qp = c->vp + c->mp * c->kv * c->pv;
+    c->cat = c->qp + c->h * c->pq;
+}
+MHA__PRIVATE void mha__q8_keep(const mha__q8 *c, void *workspace) {
+    size_t k;
+    for (k = 0; k < sizeof *c; ++k)
+        ((volatile unsigned char *)(void *)mha__q8_state(workspace))[k] = ((const unsigned char *)c)[k];
+}
+
 /* mha_forward_q8 up to the work: the checks in the order of the error
-   table, then the call state into the workspace (copied byte by byte
-   through a volatile pointer: no memcpy), so that the work runs with none
-   of it on the caller's stack. MHA__RUN, or a status. */
+   table, then the call state into the workspace (mha__q8_keep). MHA__RUN,
+   or a status. */
 MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                             int32_t batch, int32_t n, int32_t m, const int8_t *queries,
                                             const int8_t *keys, const int8_t *values, const mha_mask *mask,
@@ -5676,17 +5793,17 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q
     mha__q8 c;
     mha_status st;
     size_t bytes, t;
-    unsigned char *parts;
     if (!w || !p) return MHA_ERR_NULL;
     if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
     mha__q8_sizes(&c, shape);
     if (batch < 0 || n < 0 || m < 0 || m > ((int32_t)1 << 22) || (mask && mask->bias)) return MHA_ERR_SHAPE;
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
-    c.m = MHA__SZ(m);
+    c.m = c.mp = MHA__SZ(m);
     c.w = w;
     c.p = p;
     c.mask = mask;
+    c.cache = NULL;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
         !keys || !values || !out)
         return MHA_ERR_NULL;
@@ -5700,19 +5817,100 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q
         for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)
             if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.m) return MHA_ERR_MASK;
     if (c.batch == 0 || c.n == 0) return MHA_OK;
-    parts = (unsigned char *)mha__q8_state(workspace) + MHA__Q8_STATE;
-    c.q16 = (int16_t *)(void *)(parts + c.m * sizeof(int32_t)) + mha__q8_x16(&c); /* x16 4-byte aligned, even */
-    c.kp = (int8_t *)(c.q16 + c.h * c.pq);
-    c.vp = c.kp + c.m * c.kv * c.pk;
-    c.qp = c.vp + c.m * c.kv * c.pv;
-    c.cat = c.qp + c.h * c.pq;
+    mha__q8_parts(&c, workspace);
     c.queries = queries;
     c.keys = keys;
     c.values = values;
     c.out = out;
-    for (t = 0; t < sizeof c; ++t)
-        ((volatile unsigned char *)(void *)mha__q8_state(workspace))[t] = ((const unsigned char *)&c)[t];
+    mha__q8_keep(&c, workspace);
     return MHA__RUN;
+}
+
+/* Decoding (queries given) or appending in int8 up to the work: the checks
+   in mha__enter_cache's order, then the call state into the workspace.
+   MHA__RUN, or a status. */
+MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const mha_q8_weights *w,
+                                                  const mha_q8_params *p, mha_cache *cache, int32_t batch, int32_t t,
+                                                  const int8_t *queries, const int8_t *keys, const int8_t *values,
+                                                  int8_t *out, void *workspace, size_t workspace_bytes) {
+    mha__q8 c;
+    mha_status st;
+    size_t b, bytes;
+    const int decode = queries || out;
+    if (!w || !p) return MHA_ERR_NULL;
+    if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
+    mha__q8_sizes(&c, shape);
+    if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
+    if (!cache) return MHA_ERR_NULL;
+    if (cache->capacity < 1 || cache->capacity > ((int32_t)1 << 22) || cache->window < 0 || cache->type != MHA_I8 ||
+        (cache->window && keys && t && (int64_t)cache->window + (int64_t)t - 1 > cache->capacity))
+        return MHA_ERR_SHAPE;
+    if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
+        (keys && (!w->w_k || !w->w_v || !w->r_k || !w->r_v)) ||
+        (decode && (!queries || !out || !w->w_q || !w->w_o || !w->r_q || !w->r_o)))
+        return MHA_ERR_NULL;
+    c.batch = MHA__SZ(batch);
+    c.n = decode ? MHA__SZ(t) : 0;
+    c.tn = MHA__SZ(t);
+    c.m = c.tn; /* the keys given (for their byte counts), then the capacity */
+    c.w = w;
+    c.p = p;
+    c.mask = NULL;
+    c.cache = cache;
+    if (!mha__q8_fits(&c, 0) || mha__mul(mha__mul(mha__mul(c.batch, c.kv), MHA__SZ(cache->capacity)),
+                                         mha__add(c.pk, c.pv)) == SIZE_MAX)
+        return MHA_ERR_OVERFLOW;
+    c.m = MHA__SZ(cache->capacity);
+    c.mp = 1;
+    if ((bytes = mha__q8_bytes(&c)) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (!mha__q8_params_ok(&c)) return MHA_ERR_SHAPE;
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    for (b = 0; b < c.batch; ++b) /* every length first, then the room */
+        if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
+    for (b = 0; keys && b < c.batch; ++b)
+        if ((int64_t)cache->length[b] + (int64_t)t > (cache->window ? MHA__POS_MAX : cache->capacity))
+            return MHA_ERR_CAPACITY;
+    if (c.batch == 0 || c.tn == 0) return MHA_OK;
+    mha__q8_parts(&c, workspace);
+    c.queries = queries;
+    c.keys = keys;
+    c.values = values;
+    c.out = out;
+    mha__q8_keep(&c, workspace);
+    return MHA__RUN;
+}
+
+MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                mha_cache *cache, int32_t batch, int32_t t, const int8_t *queries,
+                                const int8_t *keys, const int8_t *values, int8_t *out, void *workspace,
+                                size_t workspace_bytes) {
+    int st;
+    if (!queries || !out) return MHA_ERR_NULL; /* (an append is mha_cache_append_q8) */
+    st = mha__q8_enter_cache(shape, w, p, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__q8_decode(mha__q8_state(workspace));
+    return MHA_OK;
+}
+
+MHADEF mha_status mha_cache_append_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
+                                      mha_cache *cache, int32_t batch, int32_t t, const int8_t *keys,
+                                      const int8_t *values, void *workspace, size_t workspace_bytes) {
+    int st = mha__q8_enter_cache(shape, w, p, cache, batch, t, NULL, keys, values, NULL, workspace, workspace_bytes);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__q8_decode(mha__q8_state(workspace));
+    return MHA_OK;
+}
+
+MHADEF size_t mha_q8_decode_workspace_size(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity) {
+    mha__q8 c;
+    size_t bytes;
+    if (mha__q8_shape(shape) != MHA_OK || batch < 0 || t < 0 || capacity < 1 || capacity > ((int32_t)1 << 22))
+        return 0;
+    mha__q8_sizes(&c, shape);
+    c.m = MHA__SZ(capacity);
+    c.mp = 1;
+    bytes = mha__q8_bytes(&c);
+    return bytes == SIZE_MAX ? 0 : bytes;
 }
 
 MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,

@@ -10,7 +10,7 @@ outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
     size_report.py            print the table
     size_report.py --readme   also rewrite the table in README.md
     size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
-                              <= 17920 everything, <= 2560 for mha_forward in
+                              <= 19456 everything, <= 2560 for mha_forward in
                               the smallest, <= 3072 for the decoder
                               (mha_decode + mha_cache_append) and for
                               mha_forward_q8 in the smallest; stack <= 256
@@ -47,7 +47,8 @@ PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_h
           "mha_decode_reference", "mha_decode_workspace_size", "mha_decode_reference_workspace_size",
           "mha_f16_from_f32", "mha_f32_from_f16", "mha_bf16_from_f32", "mha_f32_from_bf16", "mha_cache_bytes_typed",
           "mha_backward", "mha_backward_workspace_size", "mha_forward_q8", "mha_q8_workspace_size", "mha_q8_rows",
-          "mha_q8_prepare", "mha_q8_rescale_make", "mha_q8_rescale_apply"]
+          "mha_q8_prepare", "mha_q8_rescale_make", "mha_q8_rescale_apply", "mha_decode_q8", "mha_cache_append_q8",
+          "mha_q8_decode_workspace_size"]
 DECODER = ["mha_decode", "mha_cache_append"]
 INT8 = ["mha_forward_q8"]
 # the backward pass: in the text of "everything" and in the per-function stack table, not in
@@ -58,11 +59,12 @@ TRAINING = ["mha_backward", "mha_backward_workspace_size", "mha_backward_referen
 # to 8704 with RoPE, ALiBi, the soft-cap and sinks, to 9344 with the 16-bit
 # weight and cache types, to 13056 with the backward pass, and to 13824 with
 # the training statistics: mha_forward_lse, its ln and the backward's
-# entry for the reference path, 13610 measured, and to 17920 with the int8
-# path, its SMLAD products and its set-up helpers, 17718 measured); smallest:
+# entry for the reference path, 13610 measured, to 17920 with the int8
+# path, its SMLAD products and its set-up helpers, 17718 measured, and to
+# 19456 with int8 decoding, 19060 measured); smallest:
 # mha_forward alone; decoder: mha_decode + mha_cache_append alone; int8:
 # mha_forward_q8 alone
-BUDGET_TEXT = {"everything": 17920, "smallest": 2560, "decoder": 3072, "int8": 3072}
+BUDGET_TEXT = {"everything": 19456, "smallest": 2560, "decoder": 3072, "int8": 3072}
 # everything: the knobs' 16 bytes of call state lie in the deepest frame
 # (mha__enter's); decoding from a 16-bit cache adds mha__dot16's frame (48 bytes
 # more than mha__dot's) under the score loop

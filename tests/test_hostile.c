@@ -344,7 +344,7 @@ static void test_knobs(void) {
                   mha_pack_weights(&base, &w, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
               "weights of element type %d: MHA_ERR_SHAPE", (int)w.type);
     }
-    CHECK(mha_cache_bytes_typed(&base, 2, 5, 3) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
+    CHECK(mha_cache_bytes_typed(&base, 2, 5, 4) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
           "mha_cache_bytes_typed of an unknown type: 0");
     if (mha_build_info().no_extras) { /* compiled out: every knob and 16-bit type is refused */
         for (k = 0; k < 5; ++k) {
@@ -595,7 +595,8 @@ static void test_decode_statuses(void) {
     CHECK(DEC(&c, p.q, NULL, NULL, out, ws, bytes) != MHA_ERR_SHAPE, "decode: the ring rule only when appending");
     c.window = 0;
     c.type = 3;
-    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 3 (unknown): MHA_ERR_SHAPE");
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,
+          "decode: element type 3 (MHA_I8: the int8 path's only): MHA_ERR_SHAPE");
     c.type = -1;
     CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type -1: MHA_ERR_SHAPE");
     c.type = 0;

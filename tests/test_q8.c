@@ -303,7 +303,110 @@ static void q8_prepare_check(const q8_case *c) {
     free(r);
 }
 
-static long q8_cases, q8_exact;
+static long q8_cases, q8_exact, q8_decoded;
+
+/* Decoding in int8 against mha_forward_q8, bit for bit, with the case's
+   weights and parameters and T = m tokens per sequence (its keys and values,
+   and queries made here): token by token, and in chunks of 2 and 3, each
+   equal to a causal forward; with a window w as a ring of capacity
+   w + chunk - 1, equal to a forward whose keep mask is the window; and
+   cross-attention over the m keys appended (mha_cache_append_q8), equal to
+   a forward without a mask, and over a ring that holds the last half of
+   them, equal to a forward that keeps those. */
+static void q8_decode_check(const q8_case *c) {
+    const int32_t B = c->batch, T = c->m, dq = c->s.d_q, po = c->s.p_o;
+    const int32_t kvh = c->s.kv_heads ? c->s.kv_heads : c->s.heads;
+    int8_t *q = (int8_t *)malloc((size_t)(B * T * dq) + 1), *fwd = (int8_t *)malloc((size_t)(B * T * po) + 1);
+    int8_t *dec = (int8_t *)malloc((size_t)(B * T * po) + 1);
+    uint8_t *keep = (uint8_t *)malloc((size_t)(B * T * T) + 1);
+    int32_t len[4], i, j, b, mode, ok = 1;
+    size_t fb = mha_q8_workspace_size(&c->s, B, T, T), cap_max = (size_t)T + 8;
+    void *fws = malloc(fb + 1), *dws = malloc(mha_q8_decode_workspace_size(&c->s, B, 3, (int32_t)cap_max) + 2);
+    int8_t *store = (int8_t *)malloc(mha_cache_bytes_typed(&c->s, B, (int32_t)cap_max, MHA_I8) + 1);
+    int8_t *rows = (int8_t *)malloc((size_t)(B * 3 * (dq + c->s.d_k + c->s.d_v + po)) + 1); /* a chunk's */
+    mha_mask mask = MHA_INIT;
+    if (T == 0 || B > 4) goto done;
+    for (i = 0; i < B * T * dq; ++i) q[i] = (int8_t)(tu_next() % 256u);
+    for (mode = 0; mode < 7; ++mode) { /* chunks of 1, 2, 3; window 2 with chunks of 1, 2; cross; cross, ring */
+        const int32_t chunk = mode < 3 ? mode + 1 : mode == 3 ? 1 : mode == 4 ? 2 : T;
+        const int32_t win = mode == 3 || mode == 4 ? 2 : mode == 6 ? (T + 1) / 2 : 0;
+        mha_cache cache;
+        mha_status st;
+        int32_t cap = mode == 6 ? win : win ? win + chunk - 1 : T;
+        memset(&mask, 0, sizeof mask);
+        if (mode == 5) {
+            st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, NULL, fwd, fws, fb);
+        } else if (mode == 6) { /* the ring holds positions T - cap .. T - 1 */
+            for (i = 0; i < B * T * T; ++i) keep[i] = (uint8_t)(i % T >= T - cap);
+            mask.keep = keep;
+            st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, &mask, fwd, fws, fb);
+        } else if (win) {
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < T; ++i)
+                    for (j = 0; j < T; ++j) keep[(b * T + i) * T + j] = (uint8_t)(j <= i && j > i - win);
+            mask.keep = keep;
+            st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, &mask, fwd, fws, fb);
+        } else {
+            mask.causal = 1;
+            st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, &mask, fwd, fws, fb);
+        }
+        ok &= st == MHA_OK;
+        memset(&cache, 0, sizeof cache);
+        cache.k = store;
+        cache.v = store + (size_t)(B * kvh * cap * c->s.p_k);
+        cache.length = len;
+        cache.capacity = cap;
+        cache.window = win;
+        cache.type = MHA_I8;
+        for (b = 0; b < B; ++b) len[b] = 0;
+        if (mode >= 5) { /* cross-attention: every key appended (one at a time into the ring), then all T
+                            queries at once */
+            size_t db = mha_q8_decode_workspace_size(&c->s, B, T, cap);
+            int8_t *ks = rows, *vs = rows + B * c->s.d_k;
+            if (mode == 5) st = mha_cache_append_q8(&c->s, &c->w, &c->p, &cache, B, T, c->k, c->v, dws, db);
+            for (i = 0; mode == 6 && i < T; ++i) {
+                for (b = 0; b < B; ++b) {
+                    memcpy(ks + b * c->s.d_k, c->k + (b * T + i) * c->s.d_k, (size_t)c->s.d_k);
+                    memcpy(vs + b * c->s.d_v, c->v + (b * T + i) * c->s.d_v, (size_t)c->s.d_v);
+                }
+                st = mha_cache_append_q8(&c->s, &c->w, &c->p, &cache, B, 1, ks, vs, dws, db);
+                ok &= st == MHA_OK;
+            }
+            ok &= st == MHA_OK && len[0] == T;
+            st = mha_decode_q8(&c->s, &c->w, &c->p, &cache, B, T, q, NULL, NULL, dec, dws, db);
+            ok &= st == MHA_OK && len[0] == T;
+        } else {
+            for (i = 0; i < T; i += chunk) { /* the inputs' rows i .. i + n - 1 of every sequence */
+                const int32_t n = T - i < chunk ? T - i : chunk;
+                int8_t *qs = rows, *ks = qs + B * n * dq, *vs = ks + B * n * c->s.d_k, *os = vs + B * n * c->s.d_v;
+                size_t db = mha_q8_decode_workspace_size(&c->s, B, n, cap);
+                for (b = 0; b < B; ++b)
+                    for (j = 0; j < n; ++j) {
+                        memcpy(qs + (b * n + j) * dq, q + (b * T + i + j) * dq, (size_t)dq);
+                        memcpy(ks + (b * n + j) * c->s.d_k, c->k + (b * T + i + j) * c->s.d_k, (size_t)c->s.d_k);
+                        memcpy(vs + (b * n + j) * c->s.d_v, c->v + (b * T + i + j) * c->s.d_v, (size_t)c->s.d_v);
+                    }
+                st = mha_decode_q8(&c->s, &c->w, &c->p, &cache, B, n, qs, ks, vs, os, (unsigned char *)dws + 1, db);
+                ok &= st == MHA_OK && len[0] == i + n;
+                for (b = 0; b < B; ++b) memcpy(dec + (b * T + i) * po, os + b * n * po, (size_t)(n * po));
+            }
+        }
+        ok &= memcmp(dec, fwd, (size_t)(B * T * po)) == 0;
+        CHECK(ok, "int8 decoding (mode %d: chunk %d, window %d) differs from mha_forward_q8", (int)mode, (int)chunk,
+              (int)win);
+        q8_decoded += ok;
+        ok = 1;
+    }
+done:
+    free(rows);
+    free(q);
+    free(fwd);
+    free(dec);
+    free(keep);
+    free(fws);
+    free(dws);
+    free(store);
+}
 
 static void q8_run_cases(const int32_t *words, int prepare) {
     q8_case c;
@@ -336,6 +439,7 @@ static void q8_run_cases(const int32_t *words, int prepare) {
                   first < no ? out[first] : 0, first < no ? expect[first] : 0);
         }
         if (prepare && sizeof(double) == 8) q8_prepare_check(&c);
+        q8_decode_check(&c);
         if (c.calibrated && st == MHA_OK) q8_against_fp32(&c, out);
         free(ws);
         free(out);
@@ -490,6 +594,65 @@ static void q8_hostile(void) {
     Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, 1, 2, 65537, q, k, v, NULL, out, ws, bytes));
     Q8_EXPECT(MHA_ERR_OVERFLOW, Q8_CALL(&s, &w, &p, 65536, 2, 3, q, k, v, NULL, out, ws, bytes));
 #endif
+    /* int8 decoding's bad input: each status, out, the cache and its lengths untouched */
+    {
+        int8_t store[2 * 4 * 2], before[2 * 4 * 2];
+        int32_t len[1] = {0}, len_before = 0;
+        mha_cache cache;
+        size_t db = mha_q8_decode_workspace_size(&s, 1, 1, 4);
+        memset(&cache, 0, sizeof cache);
+        memset(store, 0x11, sizeof store);
+        memcpy(before, store, sizeof store);
+        cache.k = store;
+        cache.v = store + 8;
+        cache.length = len;
+        cache.capacity = 4;
+        cache.type = MHA_I8;
+        CHECK(db > 0 && db <= sizeof ws && mha_q8_decode_workspace_size(&s, 1, 1, 0) == 0 &&
+                  mha_cache_bytes_typed(&s, 1, 4, MHA_I8) == sizeof store,
+              "q8 decode sizes: %u", (unsigned)db);
+#define Q8_DEC(want, ...)                                                                                   \
+    do {                                                                                                    \
+        memset(out, 0x3c, sizeof out);                                                                      \
+        st = mha_decode_q8(__VA_ARGS__);                                                                    \
+        same = memcmp(store, before, sizeof store) == 0 && len[0] == len_before;                            \
+        for (i = 0; i < sizeof out; ++i) same &= out[i] == 0x3c;                                            \
+        CHECK(st == (want) && same, "line %d: %s (want %s), %s", __LINE__, mha_status_string(st),         \
+              mha_status_string(want), same ? "nothing written" : "written");                                \
+    } while (0)
+        Q8_DEC(MHA_ERR_NULL, &s, &w, &p, NULL, 1, 1, q, k, v, out, ws, db);
+        Q8_DEC(MHA_ERR_NULL, &s, &w, &p, &cache, 1, 1, NULL, k, v, out, ws, db);
+        Q8_DEC(MHA_ERR_NULL, &s, &w, &p, &cache, 1, 1, q, k, NULL, out, ws, db);
+        Q8_DEC(MHA_ERR_WORKSPACE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db - 1);
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, -1, 1, q, k, v, out, ws, db);
+        cache.type = MHA_F32;
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        cache.type = MHA_I8;
+        cache.capacity = 0;
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        cache.capacity = 4;
+        cache.window = 4; /* a chunk of 2 needs capacity >= 4 + 2 - 1 */
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 2, q, k, v, out, ws, db);
+        cache.window = 0;
+        len[0] = len_before = -1;
+        Q8_DEC(MHA_ERR_MASK, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        len[0] = 4; /* full, no window */
+        st = mha_decode_q8(&s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        CHECK(st == MHA_ERR_CAPACITY && len[0] == 4 && memcmp(store, before, sizeof store) == 0,
+              "q8 decode into a full cache: %s", mha_status_string(st));
+        st = mha_decode_q8(&s, &w, &p, &cache, 1, 1, q, NULL, NULL, out, ws, db); /* cross-attention reads it */
+        CHECK(st == MHA_OK && len[0] == 4, "q8 cross-attention over a full cache: %s", mha_status_string(st));
+        len[0] = len_before = 0;
+        p.zero_k = -129;
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        p.zero_k = 0;
+        CHECK(mha_cache_append_q8(&s, &w, &p, &cache, 1, 1, NULL, NULL, ws, db) == MHA_ERR_NULL && len[0] == 0,
+              "q8 append without keys");
+        st = mha_decode_q8(&s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        CHECK(st == MHA_OK && len[0] == 1 && memcmp(store, before, sizeof store) != 0, "q8 decode: %s",
+              mha_status_string(st));
+#undef Q8_DEC
+    }
     /* the rescale helpers */
     {
         mha_q8_rescale r;
@@ -609,6 +772,7 @@ int main(int argc, char **argv) {
 #endif
     printf("q8: %ld of %ld cases equal the numpy reference bit for bit (%s rounding)\n", q8_exact, q8_cases,
            MHA_Q8_SINGLE_ROUNDING ? "single" : "double");
+    printf("q8: %ld decodings (7 per case with keys) equal mha_forward_q8 bit for bit\n", q8_decoded);
     if (q8_calibrated) {
         long total = q8_lsb[0] + q8_lsb[1] + q8_lsb[2] + q8_lsb[3];
         printf("q8: against fp32 on %ld calibrated cases, %ld outputs: |error| 0 LSB %.2f %%, 1 LSB %.2f %%, "
