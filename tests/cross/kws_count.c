@@ -3,8 +3,9 @@
    d_q = d_k = d_v = p_o = 64, 4 heads of 16, self-attention over n = m = 49
    frames (mha_forward), then the 49 frames appended to a KV cache
    (mha_cache_append) and one streaming step: a new frame against the 49
-   cached (mha_decode, t = 1); then the same layer in int8 (mha_forward_q8,
-   its rescales made before by mha_q8_prepare). A call of kws_mark()
+   cached (mha_decode, t = 1); then the same in int8 (mha_forward_q8, its
+   rescales made before by mha_q8_prepare; mha_cache_append_q8,
+   mha_decode_q8). A call of kws_mark()
    separates them, so the counts are of the library's calls alone. Weights
    and inputs are deterministic made-up values; the statuses and a finite
    result are checked. */
@@ -21,7 +22,7 @@
 static float wq[H * P * D], wk[H * P * D], wv[H * P * D], wo[D * H * P], x[(N + 1) * D], out[N * D];
 static float cache_k[H * (N + 1) * P], cache_v[H * (N + 1) * P];
 static unsigned char ws[32768];
-static int8_t q8w[4][H * P * D], q8x[N * D], q8out[N * D];
+static int8_t q8w[4][H * P * D], q8x[(N + 1) * D], q8out[N * D], q8cache[2 * H * (N + 1) * P];
 static float q8ws[4][D];
 static mha_q8_rescale q8rows[4 * D];
 
@@ -72,7 +73,7 @@ int main(void) {
         q8w[2][i] = (int8_t)(wv[i] * 600.0f);
         q8w[3][i] = (int8_t)(wo[i] * 600.0f);
     }
-    for (i = 0; i < N * D; ++i) q8x[i] = (int8_t)(x[i] * 120.0f);
+    for (i = 0; i < (N + 1) * D; ++i) q8x[i] = (int8_t)(x[i] * 120.0f);
     for (i = 0; i < 4 * D; ++i) q8ws[i / D][i % D] = 0.2f / 127.0f;
     sc8.in_q = sc8.in_k = sc8.in_v = 1.0f / 120.0f;
     sc8.q = sc8.k = sc8.v = sc8.heads = 0.03f;
@@ -84,6 +85,18 @@ int main(void) {
     if (fw > sizeof ws) st4 = MHA_ERR_WORKSPACE;
     kws_mark();
     st5 = st4 == MHA_OK ? mha_forward_q8(&s, &w8, &p8, 1, N, N, q8x, q8x, q8x, NULL, q8out, ws, fw) : st4;
+    kws_mark();
+    /* int8 decoding: the 49 frames into an int8 cache, then one streaming step */
+    c.k = q8cache;
+    c.v = q8cache + H * (N + 1) * P;
+    c.type = MHA_I8;
+    length = 0;
+    dw = mha_q8_decode_workspace_size(&s, 1, N, N + 1);
+    if (dw > sizeof ws) st5 = MHA_ERR_WORKSPACE;
+    kws_mark();
+    if (st5 == MHA_OK) st5 = mha_cache_append_q8(&s, &w8, &p8, &c, 1, N, q8x, q8x, ws, dw);
+    kws_mark();
+    if (st5 == MHA_OK) st5 = mha_decode_q8(&s, &w8, &p8, &c, 1, 1, q8x + N * D, q8x + N * D, q8x + N * D, q8out, ws, dw);
     kws_mark();
     for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f;
     printf("kws: forward %s, append %s, decode %s, length %d, int8 forward %s (out[0] %d), workspace %u bytes "
