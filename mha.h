@@ -377,7 +377,9 @@ typedef struct mha_cache {
                          capacity is MHA_ERR_CAPACITY; w >= 1: it sees P-w+1 .. P, and the
                          slots are a ring (capacity >= w + t - 1 for a chunk of t tokens) */
     int32_t type;     /* element type of k and v: MHA_F32 (0: float), MHA_F16 or MHA_BF16
-                         (uint16_t; dot scoring only); any other value is MHA_ERR_SHAPE */
+                         (uint16_t; dot scoring only); MHA_I8 (int8_t) for mha_decode_q8 and
+                         mha_cache_append_q8, which take it alone; any other value is
+                         MHA_ERR_SHAPE */
 } mha_cache;
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
