@@ -9,9 +9,13 @@
    - against mha_forward_reference (fp32) on the dequantised weights and
      inputs of the calibrated cases: the output error in LSBs, its
      distribution printed, and at least 99 % within 1 LSB;
+   - int8 decoding (mha_decode_q8, mha_cache_append_q8) against
+     mha_forward_q8 bit for bit on every case: token by token, in chunks,
+     with a window as a ring, and as cross-attention;
    - the integer exp against 2^x for every input that is not 0, and the
      integer softmax against the real one;
-   - bad input: each status, nothing written. */
+   - bad input: each status, nothing written (the cache and its lengths
+     included). */
 #ifndef Q8_LINKED /* the implementation here, so that the integer exp is checked directly; with
                      Q8_LINKED it is linked from tests/test_impl.c (tests/coverage.sh) */
 #define MHA_IMPLEMENTATION
