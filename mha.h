@@ -66,6 +66,10 @@
    Today's decoder layers: RoPE (both pairings, partial, any base), ALiBi,
    a logit soft-cap (mha_shape's last fields) and attention sinks
    (mha_weights.sinks), on every path; MHA_NO_EXTRAS compiles them out.
+
+   int8: mha_forward_q8 and mha_decode_q8 run the layer in 8-bit integers
+   with TFLite's quantisation arithmetic and no float operation (cores
+   without an FPU); mha_q8_prepare makes their rescales from float scales.
 */
 #ifdef MHA_CONFIG_FILE
 #include MHA_CONFIG_FILE
