@@ -5702,7 +5702,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
     for (b = 0; b < c->batch; ++b) {
         e = (size_t)cache->length[b];
         for (j = 0; c->keys && j < t; ++j, ++e) {
-            int8_t *ck = (int8_t *)cache->k + b * c->kv * cap * c->pk, *cv = (int8_t *)cache->v + b * c->kv * cap * c->pv;
+            int8_t *ck = (int8_t *)cache->k + b * c->kv * cap * c->pk;
+            int8_t *cv = (int8_t *)cache->v + b * c->kv * cap * c->pv;
             mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
             mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
             for (g = 0; g < c->kv; ++g)
@@ -5838,11 +5839,10 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q
 MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const mha_q8_weights *w,
                                                   const mha_q8_params *p, mha_cache *cache, int32_t batch, int32_t t,
                                                   const int8_t *queries, const int8_t *keys, const int8_t *values,
-                                                  int8_t *out, void *workspace, size_t workspace_bytes) {
+                                                  int8_t *out, void *workspace, size_t workspace_bytes, int decode) {
     mha__q8 c;
     mha_status st;
     size_t b, bytes;
-    const int decode = queries || out;
     if (!w || !p) return MHA_ERR_NULL;
     if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
     mha__q8_sizes(&c, shape);
@@ -5890,9 +5890,8 @@ MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w,
                                 mha_cache *cache, int32_t batch, int32_t t, const int8_t *queries,
                                 const int8_t *keys, const int8_t *values, int8_t *out, void *workspace,
                                 size_t workspace_bytes) {
-    int st;
-    if (!queries || !out) return MHA_ERR_NULL; /* (an append is mha_cache_append_q8) */
-    st = mha__q8_enter_cache(shape, w, p, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
+    int st =
+        mha__q8_enter_cache(shape, w, p, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes, 1);
     if (st != MHA__RUN) return (mha_status)st;
     mha__q8_decode(mha__q8_state(workspace));
     return MHA_OK;
@@ -5901,7 +5900,7 @@ MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w,
 MHADEF mha_status mha_cache_append_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                       mha_cache *cache, int32_t batch, int32_t t, const int8_t *keys,
                                       const int8_t *values, void *workspace, size_t workspace_bytes) {
-    int st = mha__q8_enter_cache(shape, w, p, cache, batch, t, NULL, keys, values, NULL, workspace, workspace_bytes);
+    int st = mha__q8_enter_cache(shape, w, p, cache, batch, t, NULL, keys, values, NULL, workspace, workspace_bytes, 0);
     if (st != MHA__RUN) return (mha_status)st;
     mha__q8_decode(mha__q8_state(workspace));
     return MHA_OK;

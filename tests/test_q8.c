@@ -677,7 +677,8 @@ static void q8_hostile(void) {
         CHECK(mha_q8_rescale_make(0.5, &r) == MHA_OK && r.multiplier == ((int32_t)1 << 30) && r.shift == 0 &&
                   mha_q8_rescale_apply(3, r) == 2 && mha_q8_rescale_apply(INT32_MAX, r) == ((int32_t)1 << 30),
               "0.5 as a rescale: %ld %ld", (long)r.multiplier, (long)r.shift);
-        CHECK(mha_q8_rescale_make(ldexp(1.0, 29) * 1.5, &r) == MHA_OK && mha_q8_rescale_apply(INT32_MAX, r) == INT32_MAX &&
+        CHECK(mha_q8_rescale_make(ldexp(1.0, 29) * 1.5, &r) == MHA_OK &&
+                  mha_q8_rescale_apply(INT32_MAX, r) == INT32_MAX &&
                   mha_q8_rescale_apply(INT32_MIN, r) == INT32_MIN,
               "a large rescale saturates");
     }

@@ -81,7 +81,8 @@ static mha_status dg_q8_setup(void) {
 #define DG_ATTN(out) dg_q8_forward(&dg_q8_attn, &dg_attn_shape, DG_N, DG_N, a, a, out)
 #define DG_POOL(out) dg_q8_forward(&dg_q8_pool, &dg_pool_shape, 1, DG_N, dg_query, a, out)
 #else
-#define DG_ATTN(out) mha_forward(&dg_attn_shape, &dg_attn_weights, 1, DG_N, DG_N, a, a, a, NULL, out, NULL, ws, WS_BYTES)
+#define DG_ATTN(out) \
+    mha_forward(&dg_attn_shape, &dg_attn_weights, 1, DG_N, DG_N, a, a, a, NULL, out, NULL, ws, WS_BYTES)
 #define DG_POOL(out) mha_forward(&dg_pool_shape, &dg_pool_weights, 1, 1, DG_N, dg_query, a, a, NULL, out, NULL, ws, \
                                  WS_BYTES)
 static mha_status dg_q8_setup(void) { return MHA_OK; }

@@ -66,7 +66,8 @@ int main(void) {
     kws_mark();
     st3 = mha_decode(&s, &w, &c, 1, 1, x + N * D, x + N * D, x + N * D, out, ws, dw); /* one step */
     kws_mark();
-    /* int8 (between these two marks the set-up, not counted): the weights and inputs quantised from the same values, scales made up */
+    /* int8 (between these two marks the set-up, not counted): the weights and inputs quantised from
+       the same values, scales made up */
     for (i = 0; i < H * P * D; ++i) {
         q8w[0][i] = (int8_t)(wq[i] * 600.0f);
         q8w[1][i] = (int8_t)(wk[i] * 600.0f);
@@ -96,7 +97,8 @@ int main(void) {
     kws_mark();
     if (st5 == MHA_OK) st5 = mha_cache_append_q8(&s, &w8, &p8, &c, 1, N, q8x, q8x, ws, dw);
     kws_mark();
-    if (st5 == MHA_OK) st5 = mha_decode_q8(&s, &w8, &p8, &c, 1, 1, q8x + N * D, q8x + N * D, q8x + N * D, q8out, ws, dw);
+    if (st5 == MHA_OK)
+        st5 = mha_decode_q8(&s, &w8, &p8, &c, 1, 1, q8x + N * D, q8x + N * D, q8x + N * D, q8out, ws, dw);
     kws_mark();
     for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f;
     printf("kws: forward %s, append %s, decode %s, length %d, int8 forward %s (out[0] %d), workspace %u bytes "
