@@ -5773,26 +5773,26 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_params_ok(const mha__q8 *c) {
     return 1;
 }
 
-/* The parts' places in the workspace (mha__q8_bytes' order), and the call
-   state copied to its start byte by byte through a volatile pointer (no
-   memcpy), so that the work runs with none of it on the caller's stack. */
-MHA__PRIVATE void mha__q8_parts(mha__q8 *c, void *workspace) {
+/* A checked call's start: the parts' places in the workspace
+   (mha__q8_bytes' order) into *c, and *c copied to the
+   workspace's start byte by byte through a volatile pointer (no memcpy), so
+   that the work runs with none of it on the caller's stack. MHA__RUN. */
+MHA__PRIVATE int mha__q8_start(mha__q8 *c, void *workspace) {
     unsigned char *parts = (unsigned char *)mha__q8_state(workspace) + MHA__Q8_STATE;
+    size_t k;
     c->q16 = (int16_t *)(void *)(parts + c->m * sizeof(int32_t)) + mha__q8_x16(c); /* x16 4-byte aligned, even */
     c->kp = (int8_t *)(c->q16 + c->h * c->pq);
     c->vp = c->kp + c->mp * c->kv * c->pk;
     c->qp = c->vp + c->mp * c->kv * c->pv;
     c->cat = c->qp + c->h * c->pq;
-}
-MHA__PRIVATE void mha__q8_keep(const mha__q8 *c, void *workspace) {
-    size_t k;
     for (k = 0; k < sizeof *c; ++k)
         ((volatile unsigned char *)(void *)mha__q8_state(workspace))[k] = ((const unsigned char *)c)[k];
+    return MHA__RUN;
 }
 
 /* mha_forward_q8 up to the work: the checks in the order of the error
-   table, then the call state into the workspace (mha__q8_keep). MHA__RUN,
-   or a status. */
+   table, then the call state into the workspace (mha__q8_start).
+   MHA__RUN, or a status. */
 MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                             int32_t batch, int32_t n, int32_t m, const int8_t *queries,
                                             const int8_t *keys, const int8_t *values, const mha_mask *mask,
@@ -5824,13 +5824,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter(const mha_shape *shape, const mha_q
         for (t = 0; t < c.batch * (mask->valid_lens_per_query ? c.n : 1); ++t)
             if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.m) return MHA_ERR_MASK;
     if (c.batch == 0 || c.n == 0) return MHA_OK;
-    mha__q8_parts(&c, workspace);
     c.queries = queries;
     c.keys = keys;
     c.values = values;
     c.out = out;
-    mha__q8_keep(&c, workspace);
-    return MHA__RUN;
+    return mha__q8_start(&c, workspace);
 }
 
 /* Decoding (queries given) or appending in int8 up to the work: the checks
@@ -5877,13 +5875,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const
         if ((int64_t)cache->length[b] + (int64_t)t > (cache->window ? MHA__POS_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
     if (c.batch == 0 || c.tn == 0) return MHA_OK;
-    mha__q8_parts(&c, workspace);
     c.queries = queries;
     c.keys = keys;
     c.values = values;
     c.out = out;
-    mha__q8_keep(&c, workspace);
-    return MHA__RUN;
+    return mha__q8_start(&c, workspace);
 }
 
 MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,

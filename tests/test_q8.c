@@ -102,6 +102,18 @@ static void q8_free(q8_case *c) {
     free(c->expect_single);
 }
 
+/* The rows and columns of W_q, W_k, W_v, W_o. */
+static void q8_dims(const q8_case *c, size_t rows[4], size_t cols[4]) {
+    rows[0] = (size_t)(c->s.heads * c->s.p_q);
+    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
+    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
+    rows[3] = (size_t)c->s.p_o;
+    cols[0] = (size_t)c->s.d_q;
+    cols[1] = (size_t)c->s.d_k;
+    cols[2] = (size_t)c->s.d_v;
+    cols[3] = (size_t)(c->s.heads * c->s.p_v);
+}
+
 /* Reads the case at q8_w; 0 at the list's end. */
 static int q8_read(q8_case *c) {
     int32_t magic = q8_take(), vlq, keep, i;
@@ -139,14 +151,7 @@ static int q8_read(q8_case *c) {
     c->p.score.shift = q8_take();
     c->p.head.multiplier = q8_take();
     c->p.head.shift = q8_take();
-    rows[0] = (size_t)(c->s.heads * c->s.p_q);
-    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
-    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
-    rows[3] = (size_t)c->s.p_o;
-    cols[0] = (size_t)c->s.d_q;
-    cols[1] = (size_t)c->s.d_k;
-    cols[2] = (size_t)c->s.d_v;
-    cols[3] = (size_t)(c->s.heads * c->s.p_v);
+    q8_dims(c, rows, cols);
     for (i = 0; i < 4; ++i) {
         c->wt[i] = q8_bytes(rows[i] * cols[i]);
         c->sw[i] = q8_floats(rows[i]);
@@ -204,14 +209,7 @@ static void q8_against_fp32(const q8_case *c, const int8_t *got) {
     size_t bytes = mha_reference_workspace_size(&c->s, c->batch, c->n, c->m);
     void *ws = malloc(bytes);
     mha_status st;
-    rows[0] = (size_t)(c->s.heads * c->s.p_q);
-    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
-    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
-    rows[3] = (size_t)c->s.p_o;
-    cols[0] = (size_t)c->s.d_q;
-    cols[1] = (size_t)c->s.d_k;
-    cols[2] = (size_t)c->s.d_v;
-    cols[3] = (size_t)(c->s.heads * c->s.p_v);
+    q8_dims(c, rows, cols);
     for (i = 0; i < 4; ++i) {
         wf[i] = (float *)malloc(rows[i] * cols[i] * sizeof(float) + 1);
         bf[i] = (float *)malloc(rows[i] * sizeof(float) + 1);
@@ -264,7 +262,7 @@ static void q8_prepare_check(const q8_case *c) {
     mha_q8_scales sc;
     mha_q8_weights w = MHA_INIT;
     mha_q8_params p = MHA_INIT;
-    size_t count = mha_q8_rows(&c->s), i, j, rows[4];
+    size_t count = mha_q8_rows(&c->s), i, j, rows[4], cols[4];
     mha_q8_rescale *r = (mha_q8_rescale *)malloc(count * sizeof *r);
     const mha_q8_rescale *got[4];
     mha_status st;
@@ -287,10 +285,7 @@ static void q8_prepare_check(const q8_case *c) {
         free(r);
         return;
     }
-    rows[0] = (size_t)(c->s.heads * c->s.p_q);
-    rows[1] = (size_t)(c->s.kv_heads * c->s.p_k);
-    rows[2] = (size_t)(c->s.kv_heads * c->s.p_v);
-    rows[3] = (size_t)c->s.p_o;
+    q8_dims(c, rows, cols);
     got[0] = w.r_q;
     got[1] = w.r_k;
     got[2] = w.r_v;
