@@ -34,6 +34,7 @@ TARGETS = [
      "arm-none-eabi-size"),
     ("Cortex-M33", "arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
      "arm-none-eabi-size"),
+    ("Cortex-M55", "arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"], "arm-none-eabi-size"),
     ("rv32imac", "riscv64-unknown-elf-gcc", ["-march=rv32imac", "-mabi=ilp32"], "riscv64-unknown-elf-size"),
 ]
 CONFIGS = [
