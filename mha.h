@@ -2985,8 +2985,9 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
         if (vscale > 1.0f)
             for (r = 0; r < rv; ++r) mha__vscale(ot + r * pvr, pvr, vscale);
     } else {
-        for (r = 0; r < rv; ++r) /* divide once (and undo V's scale); a row with every key masked is 0 */
-            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
+        for (r = 0; r < rv; ++r) /* divide once (and undo V's scale); a row with every key masked is 0, and so
+                                    is one with no key at all (m = 0) whatever its sink, NaN included */
+            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f || m == 0 ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
     }
     for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
 #if !MHA_NO_EXTRAS
