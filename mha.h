@@ -5666,6 +5666,10 @@ MHA__PRIVATE void mha__q8_project_q(const mha__q8 *c, size_t row) {
 MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
     mha__q8_row *r = MHA__Q8_ROW(c);
     size_t b, j, t, i;
+    r->kst = c->kv * c->pk; /* the projected keys' rows hold every kv head */
+    r->vst = c->kv * c->pv;
+    r->ring = c->m ? c->m : 1;
+    r->lo = 0;
     for (b = 0; b < c->batch; ++b) {
         for (j = 0; j < c->m; ++j) { /* K, V of every kv head */
             mha__q8_linear(c, 1, c->keys + (b * c->m + j) * c->dk, c->kp + j * c->kv * c->pk);
@@ -5674,10 +5678,6 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
         for (t = 0; t < c->n; ++t) {
             const size_t row = b * c->n + t;
             mha__q8_project_q(c, row);
-            r->kst = c->kv * c->pk;
-            r->vst = c->kv * c->pv;
-            r->ring = c->m ? c->m : 1;
-            r->lo = 0;
             r->hi = mha__visible(c->mask, b, row, t, c->m);
             r->keep = c->mask && c->mask->keep ? c->mask->keep + row * c->m : NULL;
             for (i = 0; i < c->h; ++i) {
@@ -5702,16 +5702,15 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
     size_t b, j, g, a, e, i;
     for (b = 0; b < c->batch; ++b) {
         e = (size_t)cache->length[b];
-        for (j = 0; c->keys && j < t; ++j, ++e) {
-            int8_t *ck = (int8_t *)cache->k + b * c->kv * cap * c->pk;
-            int8_t *cv = (int8_t *)cache->v + b * c->kv * cap * c->pv;
+        for (j = 0; c->keys && j < t; ++j, ++e) { /* projected into kp, vp, then into slot e mod cap */
+            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + e % cap) * c->pk;
+            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + e % cap) * c->pv;
             mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
             mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
-            for (g = 0; g < c->kv; ++g)
-                for (a = 0; a < (c->pk > c->pv ? c->pk : c->pv); ++a) {
-                    if (a < c->pk) ck[(g * cap + e % cap) * c->pk + a] = c->kp[g * c->pk + a];
-                    if (a < c->pv) cv[(g * cap + e % cap) * c->pv + a] = c->vp[g * c->pv + a];
-                }
+            for (g = 0; g < c->kv; ++g) {
+                for (a = 0; a < c->pk; ++a) ck[g * cap * c->pk + a] = c->kp[g * c->pk + a];
+                for (a = 0; a < c->pv; ++a) cv[g * cap * c->pv + a] = c->vp[g * c->pv + a];
+            }
         }
         for (j = 0; j < c->n; ++j) {
             mha__q8_project_q(c, b * c->n + j);
