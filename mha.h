@@ -717,7 +717,7 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 #endif
 
 /* MHA_Q8_NO_DSP 1: the int8 path's plain C products also where the Cortex-M
-   DSP extension is (the tests' oracle build); default 0. */
+   DSP extension or Helium (MVE) is (the tests' oracle build); default 0. */
 #if defined(MHA_Q8_NO_DSP) && (0 - MHA_Q8_NO_DSP - 1) == 1 /* defined empty: 1 */
 #undef MHA_Q8_NO_DSP
 #define MHA_Q8_NO_DSP 1
@@ -728,13 +728,21 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 #if MHA_Q8_NO_DSP != 0 && MHA_Q8_NO_DSP != 1
 #error "MHA_Q8_NO_DSP must be 0 or 1"
 #endif
-/* the int8 products by SXTB16 and SMLAD (mha__q8_dot) */
-#if !MHA_Q8_NO_DSP && defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32) && \
+/* the int8 products (mha__q8_dot) by Helium's VMLADAVA, eight at a time
+   (MHA__Q8_MVE), else by SXTB16 and SMLAD (MHA__Q8_DSP), else plain C */
+#if !MHA_Q8_NO_DSP && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && \
     (defined(__GNUC__) || defined(__clang__))
+#define MHA__Q8_MVE 1
+#define MHA__Q8_DSP 0
+#include <arm_mve.h>
+#elif !MHA_Q8_NO_DSP && defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define MHA__Q8_MVE 0
 #define MHA__Q8_DSP 1
 #include <arm_acle.h>
 typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit load at any address */
 #else
+#define MHA__Q8_MVE 0
 #define MHA__Q8_DSP 0
 #endif
 
@@ -766,6 +774,8 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit l
 #endif
 #elif MHA_FAST && !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
+#elif MHA_FAST && !MHA_NO_SIMD && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
 #endif
 
 #if MHA_NO_LIBM
@@ -1680,7 +1690,8 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
    The reference's three stages, one kv head at a time (see mha__fast_project):
    its K, V and its query heads' queries are projected, the heads attend, and
    each head's output is added into out through its block of W_o.
-   Vector width at compile time: AVX-512F, AVX2+FMA, NEON (aarch64), or the
+   Vector width at compile time: AVX-512F, AVX2+FMA, NEON (aarch64), Helium
+   (Arm M-profile MVE with floats, where MHA_FAST is asked for), or the
    portable code (MHA_NO_SIMD 1, and every other target): GNU C vectors where
    the target has vector registers, else plain loops. */
 #if MHA_FAST
@@ -1775,6 +1786,46 @@ typedef float32x4_t mha__v;
 #define mha__vbad(x) (vminvq_u32(vcleq_f32(x, vdupq_n_f32(FLT_MAX))) == 0)
 #define mha__vhsum(x) vaddvq_f32(x)
 #define mha__vhmax(x) vmaxvq_f32(x)
+#elif !MHA_NO_SIMD && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+/* Helium (Cortex-M55, M85): eight 128-bit registers, so a micro-kernel of
+   two rows (four accumulators, two B vectors, one broadcast A); no vector
+   divide (lane by lane) and no sum across float lanes; and four scratch
+   slots, for a microcontroller's RAM. */
+#define MHA__SIMD_NAME "helium"
+#define MHA__CLEAN() ((void)0)
+#define MHA__VL 4
+#define MHA__MR 2
+#define MHA__KVB ((size_t)32) /* key rows per task of the K, V step: a multiple of MR and NR */
+#define MHA__EACH_ROW MHA__ROWS2
+#define MHA__SLOTS ((size_t)4)
+typedef float32x4_t mha__v;
+#define mha__vload(p) vld1q_f32(p)
+#define mha__vstore(p, x) vst1q_f32(p, x)
+#define mha__vset(x) vdupq_n_f32(x)
+#define mha__vfma(a, b, c) vfmaq_f32(c, a, b)
+#define mha__vmul(a, b) vmulq_f32(a, b)
+#define mha__vadd(a, b) vaddq_f32(a, b)
+#define mha__vsub(a, b) vsubq_f32(a, b)
+/* Comparisons as GT and GE only: Helium's LT and LE hold for unordered
+   operands (the Arm condition codes), so a < b is written b > a, false for
+   NaN. max: the second operand where the first is NaN, as on x86. */
+#define mha__vmax(a, b) vpselq_f32(a, b, vcmpgtq_f32(a, b))
+#define mha__vmin(a, b) vpselq_f32(a, b, vcmpgtq_f32(b, a))
+MHA__PRIVATE mha__v mha__vdiv(mha__v a, mha__v b) {
+    float x[4], y[4];
+    int l;
+    vst1q_f32(x, a);
+    vst1q_f32(y, b);
+    for (l = 0; l < 4; ++l) x[l] /= y[l];
+    return vld1q_f32(x);
+}
+#define mha__vselect_lt(a, b, t, f) vpselq_f32(t, f, vcmpgtq_f32(b, a))
+#define mha__vpow2(k) vreinterpretq_f32_s32(vshlq_n_s32(vaddq_n_s32(vcvtq_s32_f32(k), 127), 23))
+#define mha__vround(x) vrndnq_f32(x)
+#define mha__vzero_below(y, x, lo) vpselq_f32(vdupq_n_f32(0.0f), y, vcmpgtq_f32(lo, x))
+#define mha__vbad(x) (vcmpgeq_f32(vdupq_n_f32(FLT_MAX), x) != 0xFFFF) /* a lane not <= FLT_MAX (NaN too) */
+#define mha__vhsum(x) ((vgetq_lane_f32(x, 0) + vgetq_lane_f32(x, 1)) + (vgetq_lane_f32(x, 2) + vgetq_lane_f32(x, 3)))
+#define mha__vhmax(x) vmaxnmvq_f32(vgetq_lane_f32(x, 0), x)
 #elif (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__AVX__))
 /* Portable, GNU C on a target with vector registers: the compilers' generic
    vector extension (8 floats with AVX, else 4), which gcc and clang lower to
@@ -1909,7 +1960,9 @@ MHA__PRIVATE float mha__vhmax(mha__v x) {
 #define MHA__KC ((size_t)128)  /* K block of the GEMMs: a 64-wide head's B panels and A tile stay in L1 */
 #define MHA__KB ((size_t)128)  /* keys per block of the fused attention */
 #define MHA__QR ((size_t)4 * MHA__MR) /* query rows per tile of the fused attention */
+#ifndef MHA__SLOTS
 #define MHA__SLOTS ((size_t)32)  /* tiles' scratch slots: tasks of the attention step at most */
+#endif
 
 /* e^x on vectors: the scheme of mha__expf (x = k ln2 + r + rl, the same
    polynomial, 1 + r as an exact sum, one rounding at the end), for x <= 88;
@@ -2029,7 +2082,8 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx
    product is a sum of blocks of at most MHA__KC terms (the accuracy of
    blocked summation) and the bias comes last. Written out row by row
    (MHA__EACH_ROW) so that the 2 MR accumulators stay in registers. */
-#define MHA__ROWS4(X) X(0) X(1) X(2) X(3)
+#define MHA__ROWS2(X) X(0) X(1)
+#define MHA__ROWS4(X) MHA__ROWS2(X) X(2) X(3)
 #define MHA__ROWS6(X) MHA__ROWS4(X) X(4) X(5)
 #define MHA__ROWS8(X) MHA__ROWS6(X) X(6) X(7)
 #define MHA__ROWS12(X) MHA__ROWS8(X) X(8) X(9) X(10) X(11)
@@ -5494,8 +5548,10 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
    int32: the callers' sums are bounded). With the Cortex-M DSP extension
    (MHA__Q8_DSP) four products take one 32-bit load of w, two SXTB16 and
    two SMLAD (two 16 x 16 multiply-adds each), with x16 held as (x0, x2),
-   (x1, x3) per group of four; elsewhere one product at a time, in order.
-   Integer sums: the same result either way. */
+   (x1, x3) per group of four; with Helium (MHA__Q8_MVE) eight products take
+   a widening load of w (VLDRB.S16), a load of x16 (in order) and one
+   VMLADAVA; elsewhere one product at a time, in order. Integer sums: the
+   same result either way. */
 MHA__PRIVATE void mha__q8_offset(const int8_t *x, int32_t zx, size_t d, int16_t *x16) {
     size_t i = 0;
 #if MHA__Q8_DSP
@@ -5515,7 +5571,9 @@ MHA__PRIVATE void mha__q8_offset(const int8_t *x, int32_t zx, size_t d, int16_t 
 MHA__PRIVATE int32_t mha__q8_dot(const int8_t *w, const int16_t *x16, size_t d) {
     const int8_t *end = w + d;
     int32_t acc = 0;
-#if MHA__Q8_DSP
+#if MHA__Q8_MVE
+    for (; end - w >= 8; w += 8, x16 += 8) acc = vmladavaq_s16(acc, vldrbq_s16(w), vldrhq_s16(x16));
+#elif MHA__Q8_DSP
     for (; end - w >= 4; w += 4, x16 += 4) { /* loads at any alignment (mha__u32a) */
         const int32_t u = MHA__Q8_LOAD(w);
         acc = __smlad(__sxtb16(u), MHA__Q8_LOAD(x16), acc);
@@ -5531,7 +5589,13 @@ MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t
                                int32_t *a1) {
     const int8_t *end = w0 + d;
     int32_t s0 = 0, s1 = 0;
-#if MHA__Q8_DSP
+#if MHA__Q8_MVE
+    for (; end - w0 >= 8; w0 += 8, w1 += 8, x16 += 8) {
+        const int16x8_t xv = vldrhq_s16(x16);
+        s0 = vmladavaq_s16(s0, vldrbq_s16(w0), xv);
+        s1 = vmladavaq_s16(s1, vldrbq_s16(w1), xv);
+    }
+#elif MHA__Q8_DSP
     for (; end - w0 >= 4; w0 += 4, w1 += 4, x16 += 4) {
         const int32_t u = MHA__Q8_LOAD(w0), v = MHA__Q8_LOAD(w1), xa = MHA__Q8_LOAD(x16), xb = MHA__Q8_LOAD(x16 + 2);
         s0 = __smlad(__sxtb16(u), xa, s0);
@@ -5578,6 +5642,13 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
         v = v > 127 - zy ? 127 : v < -128 - zy ? -128 : v + zy; /* zy + v without overflow */
         y[r] = (int8_t)v;
     }
+}
+
+/* A head's element from its sum (acc) where the row sees a key (seen):
+   zero_heads + rescale_head(acc), clamped to int8; else zero_heads. */
+MHA__PRIVATE MHA__INLINE int8_t mha__q8_head(const mha_q8_params *p, int32_t acc, int seen) {
+    const int32_t h = seen ? mha_q8_rescale_apply(acc, p->head) : 0;
+    return (int8_t)(h > 127 - p->zero_heads ? 127 : h < -128 - p->zero_heads ? -128 : h + p->zero_heads);
 }
 
 /* 2^(y / 65536) for y <= 0, in Q15 (0 .. 32768): y = -(16 k + i + r / 4096)
@@ -5640,14 +5711,25 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
         sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
         psum += sc[j];
     }
-    /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22 */
-    for (a = 0; a < c->pv; ++a) {
-        int32_t acc = -p->zero_v * psum, h;
+    /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22;
+       with Helium four columns at a time (VLDRB.S32, VMLA) */
+    a = 0;
+#if MHA__Q8_MVE
+    for (; a + 4 <= c->pv; a += 4) {
+        int32x4_t acc = vdupq_n_s32(-p->zero_v * psum);
+        int32_t four[4];
+        int l;
+        for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
+            acc = vmlaq_n_s32(acc, vldrbq_s32(r->va + slot * r->vst + a), sc[j]);
+        vst1q_s32(four, acc);
+        for (l = 0; l < 4; ++l) ho[a + (size_t)l] = mha__q8_head(p, four[l], sum != 0);
+    }
+#endif
+    for (; a < c->pv; ++a) {
+        int32_t acc = -p->zero_v * psum;
         for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
             acc += sc[j] * r->va[slot * r->vst + a];
-        h = sum ? mha_q8_rescale_apply(acc, p->head) : 0;
-        h = h > 127 - p->zero_heads ? 127 : h < -128 - p->zero_heads ? -128 : h + p->zero_heads;
-        ho[a] = (int8_t)h;
+        ho[a] = mha__q8_head(p, acc, sum != 0);
     }
 }
 

@@ -300,6 +300,15 @@ static void test_blocks_non_finite(void) {
     }
 }
 
+/* TEST_FAST_SMALL 1 (firmware targets): the schedule test's problem a
+   quarter of the size (its attention weights alone would be 1.6 MB). */
+#if defined(TEST_FAST_SMALL) && TEST_FAST_SMALL
+#define PN 67
+#define PM 129
+#else
+#define PN 131
+#define PM 257
+#endif
 static void test_parallel_and_packed(void) {
     mha_shape s = {0};
     tu_problem p;
@@ -311,22 +320,22 @@ static void test_parallel_and_packed(void) {
     mha_weights pw;
     s.heads = 6; s.kv_heads = 2; s.d_q = 70; s.d_k = 33; s.d_v = 65; s.p_q = s.p_k = 17; s.p_v = 31; s.p_o = 63;
     tu_seed(99u);
-    tu_problem_make(&p, &s, 2, 131, 257, 1);
-    n_out = (size_t)2 * 131 * 63;
+    tu_problem_make(&p, &s, 2, PN, PM, 1);
+    n_out = (size_t)2 * PN * 63;
     base = (float *)malloc(n_out * sizeof(float));
     other = (float *)malloc(n_out * sizeof(float));
     CHECK(tu_forward(&p, &mask, NULL) == MHA_OK, "parallel: serial run");
     memcpy(base, p.out, n_out * sizeof(float));
-    CHECK(mha_forward_parallel(&s, &p.w, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes, reversed,
+    CHECK(mha_forward_parallel(&s, &p.w, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes, reversed,
                                &calls) == MHA_OK && calls > 0,
           "parallel: reversed schedule runs (%d parallel-for calls)", calls);
     CHECK(memcmp(base, other, n_out * sizeof(float)) == 0, "parallel: reversed schedule, bit for bit");
-    CHECK(mha_forward_parallel(&s, &p.w, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes,
+    CHECK(mha_forward_parallel(&s, &p.w, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes,
                                interleaved, NULL) == MHA_OK &&
               memcmp(base, other, n_out * sizeof(float)) == 0,
           "parallel: interleaved schedule, bit for bit");
 #ifdef TEST_FAST_THREADS
-    CHECK(mha_forward_parallel(&s, &p.w, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes,
+    CHECK(mha_forward_parallel(&s, &p.w, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes,
                                two_threads, NULL) == MHA_OK &&
               memcmp(base, other, n_out * sizeof(float)) == 0,
           "parallel: two threads, bit for bit");
@@ -340,7 +349,7 @@ static void test_parallel_and_packed(void) {
     CHECK(mha_pack_weights(&s, &p.w, (char *)pack + 1, pbytes) == MHA_OK, "packed: any alignment");
     pw = p.w;
     pw.packed = (char *)pack + 1;
-    CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+    CHECK(mha_forward(&s, &pw, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
               memcmp(base, other, n_out * sizeof(float)) == 0,
           "packed: same result, bit for bit");
     { /* the buffer is tied to its address modulo 64: a copy at the same offset works, another is refused */
@@ -350,22 +359,22 @@ static void test_parallel_and_packed(void) {
         at = moved + base_off + from;
         memcpy(at, (char *)pack + 1, pbytes);
         pw.packed = at;
-        CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+        CHECK(mha_forward(&s, &pw, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_OK &&
                   memcmp(base, other, n_out * sizeof(float)) == 0,
               "packed: a copy at the same offset from a 64-byte boundary works");
         memmove(at + 1, at, pbytes);
         pw.packed = at + 1;
-        CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+        CHECK(mha_forward(&s, &pw, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
               "packed: a copy at another offset is refused");
         pw.packed = (char *)pack + 1;
         free(moved);
     }
     s.p_o = 62;
-    CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+    CHECK(mha_forward(&s, &pw, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
           "packed: weights packed for another shape are refused");
     s.p_o = 63;
     memset(pack, 0, pbytes + 1);
-    CHECK(mha_forward(&s, &pw, 2, 131, 257, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
+    CHECK(mha_forward(&s, &pw, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
           "packed: a buffer that was never packed is refused");
     free(pack);
     free(base);

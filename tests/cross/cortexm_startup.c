@@ -14,7 +14,11 @@
 extern uint32_t __bss_start__, __bss_end__;
 int main(void);
 #else
+#include <errno.h>
+#include <stddef.h>
 extern void _start(void);
+extern char end, __heap_end;
+void *_sbrk(ptrdiff_t incr);
 #endif
 extern uint32_t __stack_top;
 
@@ -39,6 +43,25 @@ void cortexm_reset(void) {
 #endif
     for (;;) {}
 }
+
+#if !CORTEXM_NO_LIBC
+/* newlib's heap (malloc's sbrk, in place of librdimon's weak one): from
+   the end of .bss up to 1 KiB below the stack where the stack lies above
+   the heap (librdimon's rule), else up to __heap_end, the end of the RAM
+   region (the AN547's map: data and heap in the 2 MiB SRAM, the stack in
+   the ITCM, where rdimon's start-up puts it from qemu's HEAPINFO). */
+void *_sbrk(ptrdiff_t incr) {
+    static char *brk = &end;
+    char *const sp = (char *)__builtin_frame_address(0), *const limit = brk < sp ? sp - 1024 : &__heap_end;
+    char *const old = brk;
+    if (incr < 0 ? (size_t)-incr > (size_t)(brk - &end) : (size_t)incr > (size_t)(limit - brk)) {
+        errno = ENOMEM;
+        return (void *)-1;
+    }
+    brk += incr;
+    return old;
+}
+#endif
 
 /* A fault ends the run with a message through semihosting (SYS_WRITE0) and exit. */
 void cortexm_fault(void) {

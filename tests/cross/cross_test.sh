@@ -66,18 +66,32 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0 # SMLAD products where the core has DSP
     build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
+    helium=""
+    if [ "$name" = cortex-m55 ]; then # the fast path's Helium kernels (MHA_FAST 1) against the reference
+        build "$B/$name-fast.elf" $cc -DTEST_FAST_SMALL=1 tests/test_fast.c -lm || ok=0
+        build "$B/$name-mha-fast.elf" $cc -DMHA_FAST=1 $SUITE -lm || ok=0
+        build "$B/$name-decode-fast.elf" $cc -DMHA_FAST=1 -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
+        helium="timeout 300 $run $B/$name-fast.elf|timeout 300 $run $B/$name-mha-fast.elf|timeout 300 $run $B/$name-decode-fast.elf"
+    fi
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
         "timeout 300 $run $B/$name-q8.elf" "timeout 300 $run $B/$name-q8-plain.elf" \
         "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
+    if [ -n "$helium" ]; then
+        out2=$(IFS='|'; sh tests/run.sh $helium 2>&1)
+        printf '%s\n' "$out2" | grep -E '^== |passed,|ulp|random problems|FAIL|fault'
+        add "$name Helium fast path" "$out2"
+    fi
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]' 
     add "$name" "$out"
 }
 cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
 cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
 cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+cortexm cortex-m7 mps2-an500 mps2 -mcpu=cortex-m7 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+cortexm cortex-m55 mps3-an547 an547 -mcpu=cortex-m55 -mfloat-abi=hard
 # ---- trained models on the Cortex-M4F: the digit classifier, every image, and its instruction count
 m4f="arm-none-eabi-gcc -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16 -mthumb -O2 -std=c99 -Itests -I. \
     -Iexamples --specs=rdimon.specs -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"

@@ -24,6 +24,9 @@ CORES = [  # name, QEMU machine, memory map folder, compiler flags
     ("Cortex-M7", "mps2-an500", "mps2", ["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]),
     ("Cortex-M33", "mps2-an505", "an505", ["-mcpu=cortex-m33", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]),
     ("Cortex-M55", "mps3-an547", "an547", ["-mcpu=cortex-m55", "-mfloat-abi=hard"]),
+    # the fast path with its Helium kernels (int8: the same Helium products as the row above)
+    ("Cortex-M55, `MHA_FAST=1` (Helium)", "mps3-an547", "an547", ["-mcpu=cortex-m55", "-mfloat-abi=hard",
+                                                                 "-DMHA_FAST=1", "-DKWS_WS=65536"]),
 ]
 
 
@@ -31,8 +34,8 @@ def main(argv):
     out_dir = os.path.join(ROOT, os.environ.get("BUILD", "build"), "cross")
     os.makedirs(out_dir, exist_ok=True)
     rows, passed, failed = [], 0, 0
-    for name, machine, mem, flags in CORES:
-        elf = os.path.join(out_dir, "kws-%s-%s.elf" % (machine, flags[0][6:]))
+    for index, (name, machine, mem, flags) in enumerate(CORES):
+        elf = os.path.join(out_dir, "kws-%d-%s-%s.elf" % (index, machine, flags[0][6:]))
         cmd = ["arm-none-eabi-gcc"] + flags + ["-mthumb", "-O2", "-std=c99", "-DMHA_NO_LIBM=1", "-Itests",
                                                "--specs=rdimon.specs", "-Ltests/cross/" + mem, "-T",
                                                "tests/cross/cortexm.ld", "tests/cross/cortexm_startup.c",

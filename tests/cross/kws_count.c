@@ -21,7 +21,10 @@
 
 static float wq[H * P * D], wk[H * P * D], wv[H * P * D], wo[D * H * P], x[(N + 1) * D], out[N * D];
 static float cache_k[H * (N + 1) * P], cache_v[H * (N + 1) * P];
-static unsigned char ws[32768];
+#ifndef KWS_WS /* the workspace's bytes (the fast path's needs more: insn_report.py's Helium row) */
+#define KWS_WS 32768
+#endif
+static unsigned char ws[KWS_WS];
 static int8_t q8w[4][H * P * D], q8x[(N + 1) * D], q8out[N * D], q8cache[2 * H * (N + 1) * P];
 static float q8ws[4][D];
 static mha_q8_rescale q8rows[4 * D];
