@@ -5421,7 +5421,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__q8_shape(const mha_shape *s) {
         if (*(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t)) < (k == 1 ? 0 : 1))
             return MHA_ERR_SHAPE;
     if (s->heads % (s->kv_heads ? s->kv_heads : s->heads) != 0 || s->score != MHA_SCORE_DOT || s->p_q != s->p_k ||
-        s->rope_dim || s->alibi || s->softcap != 0.0f || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX))
+        s->rope_dim || s->alibi || (mha__bits(s->softcap) & 0x7fffffffu) != 0 || /* as bits: no float */
+        (mha__bits(s->scale) & 0x7f800000u) == 0x7f800000u)                    /* (nor soft float) here */
         return MHA_ERR_SHAPE;
     if (s->d_q > 65535 || s->d_k > 65535 || s->d_v > 65535 || s->p_q > 16384 || s->p_v > 65535 / s->heads)
         return MHA_ERR_SHAPE;

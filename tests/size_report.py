@@ -150,6 +150,81 @@ def selected(budget):
     return False
 
 
+# Linked images of one entry point each (the soft-float cores): the library's code after
+# --gc-sections (and, on RISC-V, the linker's relaxation of calls and addresses) beside the
+# libgcc helpers it pulls in; memcpy/memset from a byte loop of this file's own.
+LINKED = [("Cortex-M0+", "arm-none-eabi-gcc", ["-mcpu=cortex-m0plus", "-mthumb"], "arm-none-eabi-"),
+          ("rv32imac", "riscv64-unknown-elf-gcc", ["-march=rv32imac", "-mabi=ilp32"], "riscv64-unknown-elf-")]
+MEMFUNCS = """#include <stddef.h>
+void *memcpy(void *d, const void *s, size_t n) { unsigned char *a = d; const unsigned char *b = s;
+    while (n--) *a++ = *b++; return d; }
+void *memset(void *d, int c, size_t n) { unsigned char *a = d; while (n--) *a++ = (unsigned char)c; return d; }
+"""
+
+
+def helper_stack(objdump, elf, names):
+    """The deepest stack of the libgcc helpers named, from their disassembly: each function's
+    frame (ARM: push and sub sp; RISC-V: add sp,sp,-N) plus its deepest callee's (bl, jal)."""
+    frame, calls, fn = {}, {}, None
+    for line in subprocess.run([objdump, "-d", elf], capture_output=True, text=True, check=True).stdout.splitlines():
+        m = re.match(r"^[0-9a-f]+ <([^>]+)>:", line)
+        if m:
+            fn = m.group(1)
+            frame[fn], calls[fn] = 0, set()
+            continue
+        if fn is None:
+            continue
+        m = re.search(r"\tpush\s+\{([^}]*)\}", line)
+        if m:
+            frame[fn] += 4 * len(m.group(1).split(","))
+        m = re.search(r"\tsub\s+sp, #(\d+)", line) or re.search(r"\tadd\s+sp,sp,-(\d+)", line)
+        if m:
+            frame[fn] += int(m.group(1))
+        m = re.search(r"\t(?:bl|jal|call)\s+(?:ra,)?[0-9a-f]+ <([^>+]+)>", line)
+        if m:
+            calls[fn].add(m.group(1))
+
+    def depth(f, seen):
+        return frame.get(f, 0) + max([depth(g, seen | {f}) for g in calls.get(f, ()) if g not in seen] or [0])
+    return max([depth(f, set()) for f in names] or [0])
+
+
+def linked(tmp):
+    """Rows of (target, entry, library bytes, helper bytes, helpers' deepest stack, helpers' names)
+    at -Os, smallest."""
+    out = []
+    mem_c = os.path.join(tmp, "mem.c")
+    open(mem_c, "w").write(MEMFUNCS)
+    for tname, cc, flags, prefix in LINKED:
+        base = [cc] + flags + ["-Os", "-std=c99", "-ffreestanding", "-ffunction-sections", "-fdata-sections"]
+        impl, mem = os.path.join(tmp, "limpl.o"), os.path.join(tmp, "mem.o")
+        subprocess.run(base + CONFIGS[1][1] + ["-c", "tests/test_impl.c", "-o", impl], check=True, cwd=ROOT)
+        subprocess.run(base + ["-c", mem_c, "-o", mem], check=True, cwd=ROOT)
+        for entry in ("mha_forward", "mha_forward_q8"):
+            elf = os.path.join(tmp, "linked.elf")
+            subprocess.run([cc] + flags + ["-nostdlib", "-nostartfiles", "-Wl,--gc-sections", "-Wl,-e," + entry,
+                                           "-Wl,--undefined=" + entry, impl, mem, "-lgcc", "-o", elf],
+                           check=True, cwd=ROOT)
+            lib = helpers = 0
+            names, seen = [], set()
+            for line in subprocess.run([prefix + "nm", "-S", "--size-sort", elf], capture_output=True, text=True,
+                                       check=True).stdout.splitlines():
+                f = line.split()
+                if len(f) != 4 or f[2] not in "TtRr" or f[3] in ("memcpy", "memset"):
+                    continue
+                names += [f[3]] if f[3].startswith("__") else []
+                if f[0] in seen:  # an alias (__eqsf2 and __nesf2 are one function)
+                    continue
+                seen.add(f[0])
+                if f[3].startswith("__"):  # libgcc: soft float, count leading zeros, its table
+                    helpers += int(f[1], 16)
+                else:
+                    lib += int(f[1], 16)
+            out.append((tname, entry, lib, helpers, helper_stack(prefix + "objdump", elf, names),
+                        sorted(set(names))))
+    return out
+
+
 def main():
     rows, stack_rows, failures, checks = [], [], [], 0
     m4f = {}
@@ -198,6 +273,15 @@ def main():
         table.append("| %s | %s | %d | %s | %s |" % (tname, cname, worst,
                                                      ", ".join(f for f in PUBLIC if st.get(f) == worst),
                                                      ", ".join(ext) or "none"))
+    table += ["", "Linked at -Os, smallest configuration, one entry point, `--gc-sections` (and on RISC-V the"
+              " linker's relaxation): the library's code and read-only data beside the libgcc helpers it pulls"
+              " in (soft float on these cores), in bytes:", "",
+              "| target | entry | mha.h | libgcc helpers | their deepest stack | helpers |",
+              "|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for tname, entry, lib, helpers, hstack, names in linked(tmp):
+            table.append("| %s | %s | %d | %d | %d | %s |" % (tname, entry, lib, helpers, hstack,
+                                                              ", ".join(names) or "none"))
     table += ["", "Cortex-M4F, -Os, stack of each public function:", "",
               "| function | everything | smallest |", "|---|---|---|"]
     for f in PUBLIC:
