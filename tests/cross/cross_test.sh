@@ -3,11 +3,14 @@
 # emulators from Debian packages. Each target prints its own
 # "N passed, M failed"; the last line is the total over all targets.
 #   Cortex-M4F (mps2-an386), Cortex-M3 soft float (mps2-an385), Cortex-M33
-#   (mps2-an505) under qemu-system-arm with semihosting: the PyTorch vector
+#   (mps2-an505), Cortex-M7 (mps2-an500) and Cortex-M55 with Helium
+#   (mps3-an547) under qemu-system-arm with semihosting: the PyTorch vector
 #   suite (also with MHA_NO_LIBM=1), the hostile-input tests, decoding
 #   against the forward pass (tests/test_decode.c with TEST_DECODE_SMALL: no
 #   long caches), the backward pass (tests/test_backward.c), the math ulp test, and examples/firmware (built without a
-#   C library, checked with nm for a heap); on the M4F also
+#   C library, checked with nm for a heap); on the M55 also the fast path
+#   with its Helium kernels (tests/test_fast.c with TEST_FAST_SMALL, the
+#   vectors and the decoding tests with MHA_FAST 1); on the M4F also
 #   the trained digit classifier (examples/digits: every image against
 #   PyTorch) and its instructions per image (tests/cross/count_insns.py), and
 #   the training example (examples/train: its loss curve against PyTorch's);
@@ -16,7 +19,8 @@
 #   cases (tests/ref_q8_tiny.h);
 #   the int8 path (tests/test_q8.c) bit for bit against tests/q8_ref.py (numpy):
 #   on the Cortex-M cores its 12 cases of tests/ref_q8_small.h (with the DSP
-#   extension's SMLAD products on the M4F and M33, and with the plain C ones),
+#   extension's SMLAD products on the M4F, M7 and M33, Helium's VMLADAVA on
+#   the M55, and with the plain C ones),
 #   on the Linux targets also 1000 written here;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the

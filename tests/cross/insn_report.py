@@ -26,7 +26,7 @@ CORES = [  # name, QEMU machine, memory map folder, compiler flags
     ("Cortex-M55", "mps3-an547", "an547", ["-mcpu=cortex-m55", "-mfloat-abi=hard"]),
     # the fast path with its Helium kernels (int8: the same Helium products as the row above)
     ("Cortex-M55, `MHA_FAST=1` (Helium)", "mps3-an547", "an547", ["-mcpu=cortex-m55", "-mfloat-abi=hard",
-                                                                 "-DMHA_FAST=1", "-DKWS_WS=65536"]),
+                                                                 "-DMHA_FAST=1", "-DKWS_WS=262144"]),
 ]
 
 
