@@ -150,10 +150,13 @@ def selected(budget):
     return False
 
 
-# Linked images of one entry point each (the soft-float cores): the library's code after
+# Linked images of one entry point each: the library's code and read-only data after
 # --gc-sections (and, on RISC-V, the linker's relaxation of calls and addresses) beside the
 # libgcc helpers it pulls in; memcpy/memset from a byte loop of this file's own.
 LINKED = [("Cortex-M0+", "arm-none-eabi-gcc", ["-mcpu=cortex-m0plus", "-mthumb"], "arm-none-eabi-"),
+          ("Cortex-M4F", "arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                                               "-mfpu=fpv4-sp-d16"], "arm-none-eabi-"),
+          ("Cortex-M55", "arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard"], "arm-none-eabi-"),
           ("rv32imac", "riscv64-unknown-elf-gcc", ["-march=rv32imac", "-mabi=ilp32"], "riscv64-unknown-elf-")]
 MEMFUNCS = """#include <stddef.h>
 void *memcpy(void *d, const void *s, size_t n) { unsigned char *a = d; const unsigned char *b = s;
@@ -164,7 +167,8 @@ void *memset(void *d, int c, size_t n) { unsigned char *a = d; while (n--) *a++ 
 
 def helper_stack(objdump, elf, names):
     """The deepest stack of the libgcc helpers named, from their disassembly: each function's
-    frame (ARM: push and sub sp; RISC-V: add sp,sp,-N) plus its deepest callee's (bl, jal)."""
+    frame (Arm: push, stmdb sp! and sub sp, a register list counted as its entries; RISC-V:
+    add sp,sp,-N) plus its deepest callee's (bl, jal)."""
     frame, calls, fn = {}, {}, None
     for line in subprocess.run([objdump, "-d", elf], capture_output=True, text=True, check=True).stdout.splitlines():
         m = re.match(r"^[0-9a-f]+ <([^>]+)>:", line)
@@ -174,10 +178,10 @@ def helper_stack(objdump, elf, names):
             continue
         if fn is None:
             continue
-        m = re.search(r"\tpush\s+\{([^}]*)\}", line)
+        m = re.search(r"\t(?:push(?:\.w)?|stmdb\s+sp!,)\s*\{([^}]*)\}", line)
         if m:
             frame[fn] += 4 * len(m.group(1).split(","))
-        m = re.search(r"\tsub\s+sp, #(\d+)", line) or re.search(r"\tadd\s+sp,sp,-(\d+)", line)
+        m = re.search(r"\tsub(?:\.w)?\s+sp, (?:sp, )?#(\d+)", line) or re.search(r"\tadd\s+sp,sp,-(\d+)", line)
         if m:
             frame[fn] += int(m.group(1))
         m = re.search(r"\t(?:bl|jal|call)\s+(?:ra,)?[0-9a-f]+ <([^>+]+)>", line)
@@ -190,8 +194,8 @@ def helper_stack(objdump, elf, names):
 
 
 def linked(tmp):
-    """Rows of (target, entry, library bytes, helper bytes, helpers' deepest stack, helpers' names)
-    at -Os, smallest."""
+    """Rows of (target, entry, "library .text / .rodata", helper bytes, helpers' deepest stack,
+    helpers' names) at -Os, smallest."""
     out = []
     mem_c = os.path.join(tmp, "mem.c")
     open(mem_c, "w").write(MEMFUNCS)
@@ -205,7 +209,7 @@ def linked(tmp):
             subprocess.run([cc] + flags + ["-nostdlib", "-nostartfiles", "-Wl,--gc-sections", "-Wl,-e," + entry,
                                            "-Wl,--undefined=" + entry, impl, mem, "-lgcc", "-o", elf],
                            check=True, cwd=ROOT)
-            lib = helpers = 0
+            lib = ro = helpers = 0
             names, seen = [], set()
             for line in subprocess.run([prefix + "nm", "-S", "--size-sort", elf], capture_output=True, text=True,
                                        check=True).stdout.splitlines():
@@ -218,15 +222,18 @@ def linked(tmp):
                 seen.add(f[0])
                 if f[3].startswith("__"):  # libgcc: soft float, count leading zeros, its table
                     helpers += int(f[1], 16)
+                elif f[2] in "Rr":
+                    ro += int(f[1], 16)
                 else:
                     lib += int(f[1], 16)
-            out.append((tname, entry, lib, helpers, helper_stack(prefix + "objdump", elf, names),
+            out.append((tname, entry, "%d / %d" % (lib, ro), helpers, helper_stack(prefix + "objdump", elf, names),
                         sorted(set(names))))
     return out
 
 
 def main():
     rows, stack_rows, failures, checks = [], [], [], 0
+    smallest_stack = {}
     m4f = {}
     with tempfile.TemporaryDirectory() as tmp:
         for tname, cc, flags, size_tool in TARGETS:
@@ -244,6 +251,8 @@ def main():
                     if opt == "-Os":
                         worst = max(v for f, v in st.items() if f not in TRAINING)
                         stack_rows.append((tname, cname, st, sorted(ext)))
+                        if cname == "smallest":
+                            smallest_stack[tname] = st
                         if tname == "Cortex-M4F":
                             m4f[cname] = st
                             # everything: the whole object; smallest: forward only, and the decoder
@@ -276,12 +285,13 @@ def main():
     table += ["", "Linked at -Os, smallest configuration, one entry point, `--gc-sections` (and on RISC-V the"
               " linker's relaxation): the library's code and read-only data beside the libgcc helpers it pulls"
               " in (soft float on these cores), in bytes:", "",
-              "| target | entry | mha.h | libgcc helpers | their deepest stack | helpers |",
-              "|---|---|---|---|---|---|"]
+              "| target | entry | mha.h .text / .rodata | its stack | libgcc helpers | their deepest stack |"
+              " helpers |", "|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         for tname, entry, lib, helpers, hstack, names in linked(tmp):
-            table.append("| %s | %s | %d | %d | %d | %s |" % (tname, entry, lib, helpers, hstack,
-                                                              ", ".join(names) or "none"))
+            st = smallest_stack.get(tname, {}).get(entry)
+            table.append("| %s | %s | %s | %s | %d | %d | %s |" % (tname, entry, lib, "-" if st is None else st,
+                                                                   helpers, hstack, ", ".join(names) or "none"))
     table += ["", "Cortex-M4F, -Os, stack of each public function:", "",
               "| function | everything | smallest |", "|---|---|---|"]
     for f in PUBLIC:

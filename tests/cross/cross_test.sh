@@ -222,6 +222,8 @@ compile_only() { # compile_only NAME HOSTED CC ARGS...: HOSTED 1 also builds the
     fi
 }
 compile_only cortex-m0plus 1 arm-none-eabi-gcc -mcpu=cortex-m0plus -mthumb
+# the Helium kernels (int8 products, and the fast path's) under the strict warnings
+compile_only cortex-m55-fast 1 arm-none-eabi-gcc -mcpu=cortex-m55 -mthumb -mfloat-abi=hard -DMHA_FAST=1
 # Debian's riscv64-unknown-elf-gcc comes without a libc: freestanding, MHA_NO_LIBM builds only
 compile_only rv32imac 0 riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32
 
