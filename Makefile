@@ -78,7 +78,7 @@ PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backw
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
-MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/digits_q8 $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
+MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/digits_q8 $(BUILD)/digits_q8p $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
@@ -212,6 +212,12 @@ $(BUILD)/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h
 	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@
 $(BUILD)/digits_q8: $(DIGITS) $(BUILD)/digits_q8.h | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD) $< -o $@ $(LDLIBS)
+# and calibrated by percentiles (0.01 and 99.99) instead of min/max
+$(BUILD)/pct/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
+	@mkdir -p $(BUILD)/pct
+	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@ --percentile=99.99
+$(BUILD)/digits_q8p: $(DIGITS) $(BUILD)/pct/digits_q8.h | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD)/pct $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm: $(TINYLM) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)

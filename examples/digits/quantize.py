@@ -2,14 +2,18 @@
 """Post-training int8 quantisation of the digit classifier's two attention layers, for
 mha_forward_q8 (README, "int8 attention").
 
-    quantize.py [MODEL_H [OUT_H]]     default examples/digits/digits_model.h -> build/digits_q8.h
+    quantize.py [MODEL_H [OUT_H]] [--percentile=P]
+                          default examples/digits/digits_model.h -> build/digits_q8.h;
+                          --percentile=P: each activation's range from its (100 - P)th and
+                          Pth percentiles over the calibration set (e.g. 99.99), values
+                          beyond it saturating, instead of its min and max
 
 Reads the trained float model from the header that examples/digits/train.py wrote (the
 layers as exported for mha.h), runs its forward pass in numpy (float64) over the calibration
 inputs, the 1437 training images, and records the range of every tensor of each attention
 layer: the inputs, the projected q, k and v, the heads side by side and the output. Then:
-- each activation gets a scale and zero point from its min and max (asymmetric int8, the
-  range widened to hold 0);
+- each activation gets a scale and zero point from its min and max, or from two
+  percentiles (asymmetric int8, the range widened to hold 0);
 - each weight matrix an int8 copy with a scale per row (symmetric: max |row| / 127);
 - each bias an int32 copy with scale s_in s_w[row].
 The header it writes holds the int8 weights, the int32 biases, the scales and zero points;
@@ -67,8 +71,19 @@ def attention(a, z, q, k, v, rec):
         H[:, i * pv:(i + 1) * pv] = (s / s.sum(axis=1, keepdims=True)) @ V[:, g * pv:(g + 1) * pv]
     out = H @ a["w_o"].reshape(z["po"], -1).T + a["b_o"]
     for name, x in zip(NAMES, (q, k, v, Q, K, V, H, out)):
-        lo, hi = rec.get(name, (0.0, 0.0))
-        rec[name] = (min(lo, float(x.min())), max(hi, float(x.max())))
+        rec.setdefault(name, []).append(x.ravel())
+    return out
+
+
+def ranges(rec, percentile):
+    """each tensor's calibrated range: min and max, or the percentiles (100 - P, P)"""
+    out = {}
+    for name, parts in rec.items():
+        x = np.concatenate(parts)
+        if percentile is None:
+            out[name] = (float(x.min()), float(x.max()))
+        else:
+            out[name] = (float(np.percentile(x, 100.0 - percentile)), float(np.percentile(x, percentile)))
     return out
 
 
@@ -126,6 +141,12 @@ def quantize_layer(arr, prefix, z, rec):
 
 
 def main(argv):
+    percentile = None
+    for a in [a for a in argv if a.startswith("--percentile=")]:
+        percentile = float(a.split("=", 1)[1])
+        if not 50.0 < percentile <= 100.0:
+            raise SystemExit("quantize.py: --percentile=P needs 50 < P <= 100")
+    argv = [a for a in argv if not a.startswith("--")]
     src = argv[0] if argv else os.path.join(HERE, "digits_model.h")
     dst = argv[1] if len(argv) > 1 else os.path.join(HERE, "..", "..", "build", "digits_q8.h")
     arr, shapes, images, split, eps = read_header(src)
@@ -137,16 +158,18 @@ def main(argv):
         worst = max(worst, float(np.abs(logits - arr["dg_logits_torch"][i * 10:(i + 1) * 10]).max()))
     if worst > 1e-3:
         raise SystemExit("quantize.py: the float forward differs from PyTorch's logits by %g" % worst)
+    how = "min/max" if percentile is None else "percentiles %g and %g" % (100.0 - percentile, percentile)
+    rec_attn, rec_pool = ranges(rec_attn, percentile), ranges(rec_pool, percentile)
     text = ["/* Written by examples/digits/quantize.py from digits_model.h: the classifier's two attention",
             "   layers quantised to int8 for mha_forward_q8, calibrated on the %d training images" % len(calib),
-            "   (min/max per tensor; weights per row, symmetric). */",
+            "   (%s per tensor; weights per row, symmetric). */" % how,
             "#ifndef DIGITS_Q8_H", "#define DIGITS_Q8_H", "#include <stdint.h>",
             quantize_layer(arr, "dg_attn", shapes["dg_attn"], rec_attn),
             quantize_layer(arr, "dg_pool", shapes["dg_pool"], rec_pool), "#endif", ""]
     with open(dst, "w") as f:
         f.write("\n".join(text))
-    print("quantize.py: %s from %d calibration images (the float forward within %.2g of PyTorch's logits)"
-          % (dst, len(calib), worst))
+    print("quantize.py: %s from %d calibration images, %s (the float forward within %.2g of PyTorch's logits)"
+          % (dst, len(calib), how, worst))
     return 0
 
 
