@@ -19,7 +19,7 @@
 #   make size       the size and stack table of README.md, regenerated
 #   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference;
 #                   then decoding steps: GB/s, % of the measured bandwidth, 2 threads, vs a llama2.c-style loop
-#   make peers      mha.h against PyTorch and an OpenBLAS composition, alternating (bench/peers.py)
+#   make peers      mha.h against PyTorch and OpenBLAS and oneDNN compositions, alternating (bench/peers.py)
 #   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
 #   make install    mha.h, LICENSE, mha.pc and the CMake package under $(DESTDIR)$(PREFIX); make uninstall
 #   make export-test the PyTorch exporter's round trip (python3-torch)
@@ -405,7 +405,11 @@ bench: $(BUILD)/bench $(BUILD)/bench_decode
 	$(BUILD)/bench
 	$(BUILD)/bench_decode
 
-peers: $(BUILD)/bench $(BUILD)/blas_mha
+# The oneDNN peer (libdnnl-dev); it checks its output against mha.h's.
+$(BUILD)/dnnl_mha: bench/dnnl_mha.c bench/shapes.h mha.h | $(BUILD)
+	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< -o $@ -ldnnl -lm
+
+peers: $(BUILD)/bench $(BUILD)/blas_mha $(BUILD)/dnnl_mha
 	$(PYTHON) bench/peers.py
 
 # Instruction counts of one call (T and M; AVX2 and portable builds), as in README.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/peers.py - mha.h's fast path against two peers, in one run, alternating.
+"""bench/peers.py - mha.h's fast path against three peers, in one run, alternating.
 
 Peers:
   PyTorch   1.13 nn.MultiheadAttention in eval mode, need_weights=False (its
@@ -7,12 +7,17 @@ Peers:
             shapes with one d, p_o = d, dot scoring and no GQA: T, M, B, L.
   OpenBLAS  the same attention composed from cblas_sgemm calls with a
             vectorised row softmax (build/blas_mha, bench/blas_mha.c), every shape.
+  oneDNN    2.6 (libdnnl-dev) primitives (build/dnnl_mha, bench/dnnl_mha.c):
+            matmuls with the bias fused and the weights reordered once, the
+            scores of every head in one batched matmul, a softmax primitive, P V
+            batched; every shape but A (additive scoring). It checks its output
+            against mha_forward's before timing (and fails the run if they differ).
 Then the backward pass (mha_backward, every gradient) against PyTorch's
 autograd backward through nn.MultiheadAttention, shapes M, B and L.
 
 Every contender runs on one thread: OPENBLAS_NUM_THREADS=1 (set before torch
-is imported; Debian's torch does its GEMMs in OpenBLAS) and
-torch.set_num_threads(1). Each round runs mha.h (build/bench, the fast path
+is imported; Debian's torch does its GEMMs in OpenBLAS), OMP_NUM_THREADS=1
+(oneDNN's OpenMP) and torch.set_num_threads(1). Each round runs mha.h (build/bench, the fast path
 with packed weights, one thread), then the peers, shape by shape; the table
 gives the median over rounds of each one's median time, and the throughput
 ratios mha.h / peer (> 1: mha.h is faster).
@@ -47,6 +52,10 @@ def mha_ms(name, seconds):
 
 def blas_ms(name, seconds):
     return float(run([os.path.join(ROOT, "build", "blas_mha"), str(seconds), name]).split()[1])
+
+
+def dnnl_ms(name, seconds):
+    return float(run([os.path.join(ROOT, "build", "dnnl_mha"), str(seconds), name]).split()[1])
 
 
 def torch_ms(name, seconds):
@@ -109,7 +118,7 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
     torch.set_num_threads(1)
-    times = {s: {"mha.h": [], "PyTorch": [], "OpenBLAS": []} for s in SHAPES}
+    times = {s: {"mha.h": [], "PyTorch": [], "OpenBLAS": [], "oneDNN": []} for s in SHAPES}
     for r in range(rounds):
         for name in SHAPES:
             print("peers: round %d of %d, shape %s" % (r + 1, rounds, name), file=sys.stderr, flush=True)
@@ -117,18 +126,20 @@ def main():
             if name in TORCH:
                 times[name]["PyTorch"].append(torch_ms(name, seconds))
             times[name]["OpenBLAS"].append(blas_ms(name, seconds))
+            if name != "A":
+                times[name]["oneDNN"].append(dnnl_ms(name, seconds))
     print("one thread each; median of %d rounds of median times" % rounds)
-    print("| shape | mha.h ms | PyTorch ms | OpenBLAS ms | mha.h / PyTorch | mha.h / OpenBLAS |")
-    print("|---|---|---|---|---|---|")
+    print("| shape | mha.h ms | PyTorch ms | OpenBLAS ms | oneDNN ms | mha.h / PyTorch | mha.h / OpenBLAS |"
+          " mha.h / oneDNN |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in SHAPES:
         ours = median(times[name]["mha.h"])
-        blas = median(times[name]["OpenBLAS"])
-        if times[name]["PyTorch"]:
-            pt = median(times[name]["PyTorch"])
-            pt_ms, pt_ratio = "%.3f" % pt, "%.2f" % (pt / ours)
-        else:
-            pt_ms, pt_ratio = "-", "-"
-        print("| %s | %.3f | %s | %.3f | %s | %.2f |" % (name, ours, pt_ms, blas, pt_ratio, blas / ours), flush=True)
+        cells = []
+        for peer in ("PyTorch", "OpenBLAS", "oneDNN"):
+            t = median(times[name][peer]) if times[name][peer] else None
+            cells.append(("%.3f" % t, "%.2f" % (t / ours)) if t else ("-", "-"))
+        print("| %s | %.3f | %s | %s |" % (name, ours, " | ".join(c[0] for c in cells),
+                                           " | ".join(c[1] for c in cells)), flush=True)
     # the backward pass against PyTorch's autograd, alternating in the same way
     back = {s: {"mha.h": [], "PyTorch": []} for s in BACKWARD}
     for r in range(rounds):
