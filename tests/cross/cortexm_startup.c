@@ -46,15 +46,17 @@ void cortexm_reset(void) {
 
 #if !CORTEXM_NO_LIBC
 /* newlib's heap (malloc's sbrk, in place of librdimon's weak one): from
-   the end of .bss up to 1 KiB below the stack where the stack lies above
-   the heap (librdimon's rule), else up to __heap_end, the end of the RAM
-   region (the AN547's map: data and heap in the 2 MiB SRAM, the stack in
-   the ITCM, where rdimon's start-up puts it from qemu's HEAPINFO). */
+   the end of .bss up to __heap_end, the end of the linker script's RAM
+   region, and no closer than 1 KiB to the stack where the stack lies above
+   the heap. (rdimon's start-up puts the stack where qemu's HEAPINFO says:
+   in other memory on the MPS2 boards and in the ITCM on the AN547, whose
+   data and heap are in the SRAM.) */
 void *_sbrk(ptrdiff_t incr) {
     static char *brk = &end;
-    char *const sp = (char *)__builtin_frame_address(0), *const limit = brk < sp ? sp - 1024 : &__heap_end;
+    char *const sp = (char *)__builtin_frame_address(0);
+    char *const limit = brk < sp && sp - 1024 < &__heap_end ? sp - 1024 : &__heap_end;
     char *const old = brk;
-    if (incr < 0 ? (size_t)-incr > (size_t)(brk - &end) : (size_t)incr > (size_t)(limit - brk)) {
+    if (incr < 0 ? (size_t)-incr > (size_t)(brk - &end) : limit < brk || (size_t)incr > (size_t)(limit - brk)) {
         errno = ENOMEM;
         return (void *)-1;
     }
