@@ -284,7 +284,7 @@ def main():
                                                      ", ".join(ext) or "none"))
     table += ["", "Linked at -Os, smallest configuration, one entry point, `--gc-sections` (and on RISC-V the"
               " linker's relaxation): the library's code and read-only data beside the libgcc helpers it pulls"
-              " in (soft float on these cores), in bytes:", "",
+              " in (soft float on the M0+ and rv32imac), in bytes:", "",
               "| target | entry | mha.h .text / .rodata | its stack | libgcc helpers | their deepest stack |"
               " helpers |", "|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
