@@ -81,7 +81,7 @@ EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/digits_q8 $(BUILD)/digits_q8p $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
-.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers \
+.PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers ort \
         callgrind install uninstall install-test export-test clean mathf-sweep accuracy models
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
@@ -409,7 +409,15 @@ bench: $(BUILD)/bench $(BUILD)/bench_decode
 $(BUILD)/dnnl_mha: bench/dnnl_mha.c bench/shapes.h mha.h | $(BUILD)
 	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< -o $@ -ldnnl -lm
 
-peers: $(BUILD)/bench $(BUILD)/blas_mha $(BUILD)/dnnl_mha
+# A shape's weights, inputs and mha.h's output for the ONNX Runtime peer (bench/ort_peer.py).
+$(BUILD)/peer_data: bench/peer_data.c bench/shapes.h mha.h | $(BUILD)
+	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< -o $@ -lm
+# ONNX Runtime's CPU library from the npm registry (onnxruntime-node ships it; its install
+# script, which fetches GPU parts, is skipped); make peers uses it when it is there.
+ort:
+	npm install --prefix $(BUILD)/ort --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0
+
+peers: $(BUILD)/bench $(BUILD)/blas_mha $(BUILD)/dnnl_mha $(BUILD)/peer_data
 	$(PYTHON) bench/peers.py
 
 # Instruction counts of one call (T and M; AVX2 and portable builds), as in README.md.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/peers.py - mha.h's fast path against three peers, in one run, alternating.
+"""bench/peers.py - mha.h's fast path against its peers, in one run, alternating.
 
 Peers:
   PyTorch   1.13 nn.MultiheadAttention in eval mode, need_weights=False (its
@@ -12,6 +12,10 @@ Peers:
             scores of every head in one batched matmul, a softmax primitive, P V
             batched; every shape but A (additive scoring). It checks its output
             against mha_forward's before timing (and fails the run if they differ).
+  ONNX Runtime  1.30 (the npm package onnxruntime-node, in build/ort: `make ort`),
+            MatMul/Add projections around com.microsoft.MultiHeadAttention, run
+            from node (bench/ort_peer.py); every shape but A; its output checked
+            against mha.h's; left out when the package is not installed.
 Then the backward pass (mha_backward, every gradient) against PyTorch's
 autograd backward through nn.MultiheadAttention, shapes M, B and L.
 
@@ -56,6 +60,11 @@ def blas_ms(name, seconds):
 
 def dnnl_ms(name, seconds):
     return float(run([os.path.join(ROOT, "build", "dnnl_mha"), str(seconds), name]).split()[1])
+
+
+def ort_ms(name, seconds):
+    out = run([sys.executable, os.path.join(ROOT, "bench", "ort_peer.py"), name, str(seconds)]).split()
+    return float(out[1]), float(out[4])  # median ms, the binding's own ms per run
 
 
 def torch_ms(name, seconds):
@@ -118,7 +127,18 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
     torch.set_num_threads(1)
-    times = {s: {"mha.h": [], "PyTorch": [], "OpenBLAS": [], "oneDNN": []} for s in SHAPES}
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import ort_peer
+        with_ort = ort_peer.available()
+    except ImportError:  # python3-onnx missing
+        with_ort = False
+    if not with_ort:
+        print("peers: ONNX Runtime left out (make ort installs onnxruntime-node; needs python3-onnx)",
+              file=sys.stderr)
+    peers = ["PyTorch", "OpenBLAS", "oneDNN"] + (["ONNX Runtime"] if with_ort else [])
+    overhead = []
+    times = {s: {p: [] for p in ["mha.h"] + peers} for s in SHAPES}
     for r in range(rounds):
         for name in SHAPES:
             print("peers: round %d of %d, shape %s" % (r + 1, rounds, name), file=sys.stderr, flush=True)
@@ -128,18 +148,25 @@ def main():
             times[name]["OpenBLAS"].append(blas_ms(name, seconds))
             if name != "A":
                 times[name]["oneDNN"].append(dnnl_ms(name, seconds))
+            if name != "A" and with_ort:
+                ms, ov = ort_ms(name, seconds)
+                times[name]["ONNX Runtime"].append(ms)
+                overhead.append(ov)
     print("one thread each; median of %d rounds of median times" % rounds)
-    print("| shape | mha.h ms | PyTorch ms | OpenBLAS ms | oneDNN ms | mha.h / PyTorch | mha.h / OpenBLAS |"
-          " mha.h / oneDNN |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| shape | mha.h ms | " + " | ".join("%s ms" % p for p in peers) + " | " +
+          " | ".join("mha.h / %s" % p for p in peers) + " |")
+    print("|---|---|" + "---|" * (2 * len(peers)))
     for name in SHAPES:
         ours = median(times[name]["mha.h"])
         cells = []
-        for peer in ("PyTorch", "OpenBLAS", "oneDNN"):
+        for peer in peers:
             t = median(times[name][peer]) if times[name][peer] else None
             cells.append(("%.3f" % t, "%.2f" % (t / ours)) if t else ("-", "-"))
         print("| %s | %.3f | %s | %s |" % (name, ours, " | ".join(c[0] for c in cells),
                                            " | ".join(c[1] for c in cells)), flush=True)
+    if overhead:
+        print("ONNX Runtime's binding: %.4f ms a run (a one-element Identity graph, median), included in its times"
+              % median(overhead))
     # the backward pass against PyTorch's autograd, alternating in the same way
     back = {s: {"mha.h": [], "PyTorch": []} for s in BACKWARD}
     for r in range(rounds):

@@ -12,7 +12,7 @@ check() { # check NAME EXPECTED_ROWS OUTPUT
         printf '%s\n' "$3"; echo "smoke $1: $rows rows, expected $2"; failed=$((failed + 1))
     fi
 }
-make -s "$B/bench" "$B/bench_decode" "$B/blas_mha" "$B/dnnl_mha" || { echo "0 passed, 1 failed"; exit 1; }
+make -s "$B/bench" "$B/bench_decode" "$B/blas_mha" "$B/dnnl_mha" "$B/peer_data" || { echo "0 passed, 1 failed"; exit 1; }
 check "make bench (0.05 s a shape): 7 shapes, then M, B, L with bf16 weights and backward" 13 "$("$B/bench" 0.05 all 2>/dev/null)"
 check "bench unpacked weights" 1 "$("$B/bench" 0.05 M unpacked 2>/dev/null)"
 check "decoding steps (bench_decode, 0.05 s a shape): float, then 16-bit" 7 "$("$B/bench_decode" 0.05 2>/dev/null)"

@@ -1,0 +1,82 @@
+/* bench/peer_data.c - one benchmark shape's weights, inputs and mha.h's
+   output, in a file, for the peers that are not C (bench/ort_peer.py builds
+   the ONNX Runtime graph from it and its node script checks the graph's
+   output against mha.h's).
+
+       peer_data SHAPE FILE
+
+   FILE: 10 int32 (n, m, d_q, d_k, d_v, heads, kv heads, p_q = p_k, p_v,
+   p_o), then float32 arrays in mha.h's layouts: w_q [h][p_q][d_q], b_q,
+   w_k [kv][p_k][d_k], b_k, w_v [kv][p_v][d_v], b_v, w_o [p_o][h p_v], b_o,
+   queries [n][d_q], keys [m][d_k], values [m][d_v], out [n][p_o]
+   (mha_forward, batch 1, no mask). Little-endian, as the machine writes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MHA_IMPLEMENTATION
+#include "../mha.h"
+#include "shapes.h"
+
+static unsigned rng = 777u;
+static float *filled(size_t count, float lim) {
+    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
+    size_t i;
+    if (!p) exit(1);
+    for (i = 0; i < count; ++i) {
+        rng = rng * 1664525u + 1013904223u;
+        p[i] = lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
+    }
+    return p;
+}
+
+int main(int argc, char **argv) {
+    const shape_row *r = NULL;
+    mha_shape s;
+    mha_weights w;
+    size_t i, bytes;
+    int32_t head[10];
+    float *arr[12];
+    size_t cnt[12];
+    void *ws;
+    FILE *f;
+    for (i = 0; argc > 2 && i < sizeof SHAPES / sizeof SHAPES[0]; ++i)
+        if (strcmp(SHAPES[i].name, argv[1]) == 0) r = &SHAPES[i];
+    if (!r || r->pa > 0) {
+        fprintf(stderr, "usage: peer_data SHAPE FILE (T, M, B, G, Q or L)\n");
+        return 2;
+    }
+    cnt[0] = (size_t)r->heads * r->pq * r->dq; cnt[1] = (size_t)r->heads * r->pq;
+    cnt[2] = (size_t)r->kv * r->pq * r->dk; cnt[3] = (size_t)r->kv * r->pq;
+    cnt[4] = (size_t)r->kv * r->pv * r->dv; cnt[5] = (size_t)r->kv * r->pv;
+    cnt[6] = (size_t)r->po * r->heads * r->pv; cnt[7] = (size_t)r->po;
+    cnt[8] = (size_t)r->n * r->dq; cnt[9] = (size_t)r->m * r->dk; cnt[10] = (size_t)r->m * r->dv;
+    cnt[11] = (size_t)r->n * r->po;
+    arr[0] = filled(cnt[0], sqrtf(3.0f / (float)r->dq)); arr[1] = filled(cnt[1], 0.1f);
+    arr[2] = filled(cnt[2], sqrtf(3.0f / (float)r->dk)); arr[3] = filled(cnt[3], 0.1f);
+    arr[4] = filled(cnt[4], sqrtf(3.0f / (float)r->dv)); arr[5] = filled(cnt[5], 0.1f);
+    arr[6] = filled(cnt[6], sqrtf(3.0f / (float)(r->heads * r->pv))); arr[7] = filled(cnt[7], 0.1f);
+    arr[8] = filled(cnt[8], 1.0f); arr[9] = filled(cnt[9], 1.0f); arr[10] = filled(cnt[10], 1.0f);
+    arr[11] = filled(cnt[11], 0.0f);
+    memset(&s, 0, sizeof s);
+    memset(&w, 0, sizeof w);
+    s.heads = r->heads; s.kv_heads = r->kv; s.d_q = r->dq; s.d_k = r->dk; s.d_v = r->dv;
+    s.p_q = s.p_k = r->pq; s.p_v = r->pv; s.p_o = r->po;
+    w.w_q = arr[0]; w.b_q = arr[1]; w.w_k = arr[2]; w.b_k = arr[3]; w.w_v = arr[4]; w.b_v = arr[5];
+    w.w_o = arr[6]; w.b_o = arr[7];
+    bytes = mha_workspace_size(&s, 1, r->n, r->m);
+    ws = malloc(bytes);
+    if (!ws || mha_forward(&s, &w, 1, r->n, r->m, arr[8], arr[9], arr[10], NULL, arr[11], NULL, ws, bytes) != MHA_OK) {
+        fprintf(stderr, "peer_data: mha_forward failed\n");
+        return 1;
+    }
+    head[0] = r->n; head[1] = r->m; head[2] = r->dq; head[3] = r->dk; head[4] = r->dv; head[5] = r->heads;
+    head[6] = r->kv; head[7] = r->pq; head[8] = r->pv; head[9] = r->po;
+    f = fopen(argv[2], "wb");
+    if (!f || fwrite(head, sizeof head, 1, f) != 1) return 1;
+    for (i = 0; i < 12; ++i)
+        if (fwrite(arr[i], sizeof(float), cnt[i], f) != cnt[i]) return 1;
+    return fclose(f) != 0;
+}
