@@ -19,7 +19,8 @@
 #   make size       the size and stack table of README.md, regenerated
 #   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference;
 #                   then decoding steps: GB/s, % of the measured bandwidth, 2 threads, vs a llama2.c-style loop
-#   make peers      mha.h against PyTorch and OpenBLAS and oneDNN compositions, alternating (bench/peers.py)
+#   make peers      mha.h against PyTorch, OpenBLAS and oneDNN compositions (and ONNX Runtime
+#                   after make ort), alternating (bench/peers.py)
 #   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
 #   make install    mha.h, LICENSE, mha.pc and the CMake package under $(DESTDIR)$(PREFIX); make uninstall
 #   make export-test the PyTorch exporter's round trip (python3-torch)
