@@ -19,6 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdint.h>
+
+#include "bench_util.h"
 #include "shapes.h"
 
 typedef struct model {
@@ -27,23 +30,6 @@ typedef struct model {
     float *qp, *kp, *vp, *cat, *s, *aqp, *akp; /* scratch */
 } model;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static unsigned rng = 777u;
-static float *filled(size_t count, float lim) {
-    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
-    size_t i;
-    if (!p) exit(1);
-    for (i = 0; i < count; ++i) {
-        rng = rng * 1664525u + 1013904223u;
-        p[i] = lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
-    }
-    return p;
-}
 
 /* y[rows][cols] = x[rows][in] W^T + b, W [cols][in] */
 static void linear(const float *x, int rows, int in, const float *w, const float *b, int cols, float *y, int ldy) {
@@ -107,17 +93,13 @@ static void forward(model *md, const float *q, const float *k, const float *v, f
     linear(md->cat, r->n, h * r->pv, md->wo, md->bo, r->po, out, r->po);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start;
     const shape_row *r = NULL;
     size_t s, runs = 0;
     model md;
     float *q, *k, *v, *out;
+    rng = 777u;
     for (s = 0; argc > 2 && s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
         if (strcmp(SHAPES[s].name, argv[2]) == 0) r = &SHAPES[s];
     if (!r) {

@@ -28,6 +28,7 @@
 
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
+#include "bench_util.h"
 #include "shapes.h"
 
 #define CHECK_DNNL(call)                                                                                    \
@@ -42,23 +43,6 @@
 static dnnl_engine_t eng;
 static dnnl_stream_t strm;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static unsigned rng = 777u;
-static float *filled(size_t count, float lim) {
-    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
-    size_t i;
-    if (!p) exit(1);
-    for (i = 0; i < count; ++i) {
-        rng = rng * 1664525u + 1013904223u;
-        p[i] = lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
-    }
-    return p;
-}
 
 /* A plain f32 memory descriptor of ndims dims with the given strides. */
 static dnnl_memory_desc_t md_strided(int ndims, const dnnl_dims_t dims, const dnnl_dims_t strides) {
@@ -221,16 +205,12 @@ static double check(const model *md) {
     return (double)diff;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start, diff;
     const shape_row *r = NULL;
     size_t s, runs = 0;
     model md;
+    rng = 777u; /* the data of bench/blas_mha.c */
     for (s = 0; argc > 2 && s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
         if (strcmp(SHAPES[s].name, argv[2]) == 0) r = &SHAPES[s];
     if (!r || r->pa > 0) {

@@ -10,6 +10,7 @@
    w_k [kv][p_k][d_k], b_k, w_v [kv][p_v][d_v], b_v, w_o [p_o][h p_v], b_o,
    queries [n][d_q], keys [m][d_k], values [m][d_v], out [n][p_o]
    (mha_forward, batch 1, no mask). Little-endian, as the machine writes. */
+#define _POSIX_C_SOURCE 199309L /* bench_util.h's clock */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,19 +19,8 @@
 
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
+#include "bench_util.h"
 #include "shapes.h"
-
-static unsigned rng = 777u;
-static float *filled(size_t count, float lim) {
-    float *p = (float *)malloc((count ? count : 1) * sizeof(float));
-    size_t i;
-    if (!p) exit(1);
-    for (i = 0; i < count; ++i) {
-        rng = rng * 1664525u + 1013904223u;
-        p[i] = lim * (2.0f * (float)(rng >> 8) / 16777216.0f - 1.0f);
-    }
-    return p;
-}
 
 int main(int argc, char **argv) {
     const shape_row *r = NULL;
@@ -42,6 +32,9 @@ int main(int argc, char **argv) {
     size_t cnt[12];
     void *ws;
     FILE *f;
+    rng = 777u; /* the data of bench/blas_mha.c and bench/dnnl_mha.c */
+    (void)now; /* bench_util.h's timing, unused here */
+    (void)cmp_double;
     for (i = 0; argc > 2 && i < sizeof SHAPES / sizeof SHAPES[0]; ++i)
         if (strcmp(SHAPES[i].name, argv[1]) == 0) r = &SHAPES[i];
     if (!r || r->pa > 0) {
