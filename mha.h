@@ -5619,6 +5619,11 @@ MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t
    zero points. The sum fits int32 (d <= 65535 terms of at most 255 128);
    the bias is added in int64 and the total saturated. Rows two at a time,
    x - zx in x16. */
+/* zero + v as int8, saturated (without overflow: |zero| <= 128). */
+MHA__PRIVATE MHA__INLINE int8_t mha__q8_clamp(int32_t v, int32_t zero) {
+    return (int8_t)(v > 127 - zero ? 127 : v < -128 - zero ? -128 : v + zero);
+}
+
 MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, const int8_t *x, int8_t *y) {
     const mha_q8_weights *w = c->w;
     const mha_q8_params *p = c->p;
@@ -5634,22 +5639,18 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
     mha__q8_offset(x, which == 0 ? p->zero_in_q : which == 1 ? p->zero_in_k : which == 2 ? p->zero_in_v : p->zero_heads,
                    d, x16);
     for (r = 0; r < rows; ++r) {
-        int32_t v;
         if (r % 2 == 0 && r + 1 < rows)
             mha__q8_dot2(wt + r * d, wt + (r + 1) * d, x16, d, &acc[0], &acc[1]);
         else if (r % 2 == 0)
             acc[0] = mha__q8_dot(wt + r * d, x16, d);
-        v = mha_q8_rescale_apply(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]);
-        v = v > 127 - zy ? 127 : v < -128 - zy ? -128 : v + zy; /* zy + v without overflow */
-        y[r] = (int8_t)v;
+        y[r] = mha__q8_clamp(mha_q8_rescale_apply(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]), zy);
     }
 }
 
 /* A head's element from its sum (acc) where the row sees a key (seen):
    zero_heads + rescale_head(acc), clamped to int8; else zero_heads. */
 MHA__PRIVATE MHA__INLINE int8_t mha__q8_head(const mha_q8_params *p, int32_t acc, int seen) {
-    const int32_t h = seen ? mha_q8_rescale_apply(acc, p->head) : 0;
-    return (int8_t)(h > 127 - p->zero_heads ? 127 : h < -128 - p->zero_heads ? -128 : h + p->zero_heads);
+    return mha__q8_clamp(seen ? mha_q8_rescale_apply(acc, p->head) : 0, p->zero_heads);
 }
 
 /* 2^(y / 65536) for y <= 0, in Q15 (0 .. 32768): y = -(16 k + i + r / 4096)
