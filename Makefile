@@ -20,7 +20,8 @@
 #   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference;
 #                   then decoding steps: GB/s, % of the measured bandwidth, 2 threads, vs a llama2.c-style loop
 #   make peers      mha.h against PyTorch, OpenBLAS and oneDNN compositions (and ONNX Runtime
-#                   after make ort), alternating (bench/peers.py)
+#                   after make ort), alternating, one thread and two (bench/peers.py); draws
+#                   build/peers.png and build/decode.png (python3-matplotlib)
 #   make callgrind  instruction counts of one call on shapes T and M (bench/callgrind.sh)
 #   make install    mha.h, LICENSE, mha.pc and the CMake package under $(DESTDIR)$(PREFIX); make uninstall
 #   make export-test the PyTorch exporter's round trip (python3-torch)
@@ -395,9 +396,12 @@ $(BUILD)/bench: bench/bench.c bench/shapes.h bench/bench_util.h tests/two_thread
 	$(CC) $(BENCHFLAGS) -std=c99 -Wall -Wextra -Werror $< -o $@ $(LDLIBS) -pthread
 
 # The OpenBLAS peer (libopenblas-dev): its softmax and tanh loops are vectorised by gcc.
-$(BUILD)/blas_mha: bench/blas_mha.c bench/shapes.h | $(BUILD)
-	$(CC) -O3 -march=native -ffast-math -std=c99 -Wall -Wextra -Werror $$(pkg-config --cflags openblas) $< -o $@ \
-	    $$(pkg-config --libs openblas) -lm
+# Each peer checks its output against mha.h's (bench/peer_check.c, compiled without -ffast-math).
+$(BUILD)/peer_check.o: bench/peer_check.c bench/peer_check.h bench/shapes.h mha.h | $(BUILD)
+	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror -c $< -o $@
+$(BUILD)/blas_mha: bench/blas_mha.c bench/shapes.h bench/peer_check.h $(BUILD)/peer_check.o | $(BUILD)
+	$(CC) -O3 -march=native -ffast-math -std=c99 -Wall -Wextra -Werror $$(pkg-config --cflags openblas) $< \
+	    $(BUILD)/peer_check.o -o $@ $$(pkg-config --libs openblas) -lm
 
 $(BUILD)/bench_decode: bench/bench_decode.c bench/bench_util.h tests/two_threads.h mha.h | $(BUILD)
 	$(CC) -O2 -std=c99 -Wall -Wextra -Werror $(BENCHFLAGS) $< -o $@ -lm -pthread
@@ -406,19 +410,19 @@ bench: $(BUILD)/bench $(BUILD)/bench_decode
 	$(BUILD)/bench
 	$(BUILD)/bench_decode
 
-# The oneDNN peer (libdnnl-dev); it checks its output against mha.h's.
-$(BUILD)/dnnl_mha: bench/dnnl_mha.c bench/shapes.h mha.h | $(BUILD)
-	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< -o $@ -ldnnl -lm
+# The oneDNN peer (libdnnl-dev).
+$(BUILD)/dnnl_mha: bench/dnnl_mha.c bench/shapes.h bench/peer_check.h $(BUILD)/peer_check.o | $(BUILD)
+	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< $(BUILD)/peer_check.o -o $@ -ldnnl -lm
 
 # A shape's weights, inputs and mha.h's output for the ONNX Runtime peer (bench/ort_peer.py).
-$(BUILD)/peer_data: bench/peer_data.c bench/shapes.h mha.h | $(BUILD)
-	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< -o $@ -lm
+$(BUILD)/peer_data: bench/peer_data.c bench/shapes.h bench/peer_check.h $(BUILD)/peer_check.o | $(BUILD)
+	$(CC) -O2 -march=native -std=c99 -Wall -Wextra -Werror $< $(BUILD)/peer_check.o -o $@ -lm
 # ONNX Runtime's CPU library from the npm registry (onnxruntime-node ships it; its install
 # script, which fetches GPU parts, is skipped); make peers uses it when it is there.
 ort:
 	npm install --prefix $(BUILD)/ort --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0
 
-peers: $(BUILD)/bench $(BUILD)/blas_mha $(BUILD)/dnnl_mha $(BUILD)/peer_data
+peers: $(BUILD)/bench $(BUILD)/bench_decode $(BUILD)/blas_mha $(BUILD)/dnnl_mha $(BUILD)/peer_data
 	$(PYTHON) bench/peers.py
 
 # Instruction counts of one call (T and M; AVX2 and portable builds), as in README.md.

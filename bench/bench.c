@@ -7,7 +7,7 @@
        program measures first (independent vector FMAs in registers);
      - the fast path on 2 threads (tests/two_threads.h);
      - the reference path (mha_forward_reference), median, and the ratio of
-       its time to the fast path's;
+       its time to the fast path's (not on N, whose call would take seconds);
      - workspace bytes of each path;
    then bf16 weights (second table) and the backward pass (third table,
    bench_backward).
@@ -18,7 +18,7 @@
        bench [SECONDS_PER_SHAPE [SHAPE [unpacked | fast | once]]]
            default 1.0 s, every shape ("all"); each timing runs at least 3
            times. "unpacked": no mha_pack_weights. "fast": the one-thread
-           fast path only (bench/peers.py). "backward": the backward table's
+           fast path only, "two": the two-thread one only (bench/peers.py). "backward": the backward table's
            row alone (bench/peers.py). "once": one call of mha_forward
            per shape and nothing else (no peak, no timing), for instruction
            counts under valgrind --tool=callgrind.
@@ -142,6 +142,7 @@ static void free_weights(mha_weights *w) {
 }
 
 enum { FAST, FAST2, REF };
+#define REF_FLOPS 2e10 /* the reference path is timed on shapes below this (N would take seconds a call) */
 /* Median (and *min) ms of repeated calls of one path, for `budget` seconds, 3 to 200 runs. */
 static double time_ms(int path, double budget, const mha_shape *sh, const mha_weights *w, const shape_row *r,
                       const float *q, const float *k, const float *v, float *out, void *ws, size_t bytes,
@@ -329,7 +330,8 @@ static void bench_backward(double budget, const char *only, int row_only) {
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, peak;
     const char *mode = argc > 3 ? argv[3] : "";
-    int packed = strcmp(mode, "unpacked") != 0, once = strcmp(mode, "once") == 0, fast = strcmp(mode, "fast") == 0;
+    int packed = strcmp(mode, "unpacked") != 0, once = strcmp(mode, "once") == 0, two = strcmp(mode, "two") == 0;
+    int fast = two || strcmp(mode, "fast") == 0; /* "two": the fast path on 2 threads alone */
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
     if (strcmp(mode, "backward") == 0) { /* one shape's backward row (bench/peers.py) */
         bench_backward(budget, argc > 2 ? argv[2] : "all", 1);
@@ -372,22 +374,33 @@ int main(int argc, char **argv) {
             if (mha_forward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, out, NULL, ws, bytes) != MHA_OK) return 1;
             printf("%s: one call of mha_forward, out[0] = %g\n", r->name, (double)out[0]);
         } else {
-            fprintf(stderr, "bench: shape %s (%zu of %zu): fast path...\n", r->name, s + 1, count);
-            fast_ms = time_ms(FAST, budget, &sh, &w, r, q, k, v, out, ws, bytes, &fast_min);
-            two_ms = ref_ms = 0.0;
-            if (!fast) {
+            fast_ms = fast_min = two_ms = ref_ms = 0.0;
+            if (!two) {
+                fprintf(stderr, "bench: shape %s (%zu of %zu): fast path...\n", r->name, s + 1, count);
+                fast_ms = time_ms(FAST, budget, &sh, &w, r, q, k, v, out, ws, bytes, &fast_min);
+            }
+            if (!fast || two) {
                 fprintf(stderr, "bench: shape %s: fast path, 2 threads...\n", r->name);
                 two_ms = time_ms(FAST2, budget, &sh, &w, r, q, k, v, out, ws, bytes, NULL);
+            }
+            if (!fast && flops(r) < REF_FLOPS) {
                 fprintf(stderr, "bench: shape %s: reference path...\n", r->name);
                 ref_ms = time_ms(REF, budget, &sh, &w, r, q, k, v, out, ws, ref_bytes, NULL);
             }
-            gf = flops(r) / fast_ms * 1e-6;
-            printf("| %s | %d | %d | %d | %.3f | %.3f | %.1f | ", r->name, r->n, r->m, r->heads, fast_ms, fast_min, gf);
-            if (fast)
-                printf("- | - | - | - | - | %zu | %zu |\n", bytes, ref_bytes);
+            printf("| %s | %d | %d | %d | ", r->name, r->n, r->m, r->heads);
+            gf = two ? 0.0 : flops(r) / fast_ms * 1e-6;
+            if (two)
+                printf("- | - | - | - | %.3f | - | - | - |", two_ms);
+            else if (fast)
+                printf("%.3f | %.3f | %.1f | - | - | - | - | - |", fast_ms, fast_min, gf);
             else
-                printf("%.0f %% | %.3f | %.2f | %.3f | %.1f | %zu | %zu |\n", 100.0 * gf / peak, two_ms,
-                       fast_ms / two_ms, ref_ms, ref_ms / fast_ms, bytes, ref_bytes);
+                printf("%.3f | %.3f | %.1f | %.0f %% | %.3f | %.2f |", fast_ms, fast_min, gf, 100.0 * gf / peak, two_ms,
+                       fast_ms / two_ms);
+            if (ref_ms > 0.0)
+                printf(" %.3f | %.1f |", ref_ms, ref_ms / fast_ms);
+            else if (!fast)
+                printf(" - | - |");
+            printf(" %zu | %zu |\n", bytes, ref_bytes);
         }
         fflush(stdout);
         free_weights(&w);

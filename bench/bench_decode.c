@@ -18,7 +18,10 @@
    positions, and each timed call decodes t tokens at position m (the
    lengths are set back to m before every call).
 
-       bench_decode [SECONDS_PER_SHAPE [SHAPE]]     default 1.0 s, every shape
+       bench_decode [SECONDS_PER_SHAPE [SHAPE | sweep]]     default 1.0 s, every shape
+
+   "sweep": the first table alone, for D2's shape at cache lengths 256,
+   512, .. 32768 (rows S256 ..; bench/peers.py draws them).
 */
 #define _POSIX_C_SOURCE 199309L
 #ifndef MHA_FAST
@@ -245,6 +248,97 @@ static void bench16(const dshape *r, double budget, double bw1) {
 }
 
 enum { ONE, TWO, BASE };
+#define SWEEP_COUNT 8 /* cache lengths of the sweep: 256, 512, .. 32768 */
+
+/* One row of the table: shape r (the s-th of count, for the progress
+   lines), one thread, two threads, the baseline. */
+static void bench_step(const dshape *r, size_t s, size_t count, double budget, double bw1) {
+    mha_shape sh = {0};
+    mha_weights w = {0};
+    mha_weight_counts c;
+    mha_cache cache;
+    baseline bl;
+    int32_t len = r->m;
+    int cap = r->m + r->t, path, j;
+    size_t bytes, pbytes, kvp = (size_t)r->kv * (size_t)r->p, step_bytes, runs_max = 200;
+    double ms[3], mn[3], times[200], t0, start, diff = 0.0;
+    float *x, *out, *out_bl, *kf;
+    void *ws, *pack;
+    sh.heads = r->heads;
+    sh.kv_heads = r->kv;
+    sh.d_q = sh.d_k = sh.d_v = sh.p_o = r->d;
+    sh.p_q = sh.p_k = sh.p_v = r->p;
+    if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
+    w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->d)); w.b_q = filled(c.b_q, 0.1f);
+    w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->d)); w.b_k = filled(c.b_k, 0.1f);
+    w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->d)); w.b_v = filled(c.b_v, 0.1f);
+    w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->p))); w.b_o = filled(c.b_o, 0.1f);
+    pbytes = mha_packed_weights_size(&sh);
+    pack = alloc(pbytes);
+    if (mha_pack_weights(&sh, &w, pack, pbytes) != MHA_OK) exit(1);
+    w.packed = pack;
+    memset(&cache, 0, sizeof cache);
+    cache.capacity = cap;
+    kf = filled(mha_cache_bytes(&sh, 1, cap) / sizeof(float), 1.0f);
+    cache.k = kf;
+    cache.v = kf + kvp * (size_t)cap;
+    cache.length = &len;
+    bl.kc = alloc(kvp * (size_t)cap * sizeof(float)); /* the same positions, token-major */
+    bl.vc = alloc(kvp * (size_t)cap * sizeof(float));
+    for (j = 0; j < r->m; ++j) {
+        int g, a;
+        for (g = 0; g < r->kv; ++g)
+            for (a = 0; a < r->p; ++a) {
+                bl.kc[(size_t)j * kvp + (size_t)(g * r->p + a)] = kf[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
+                bl.vc[(size_t)j * kvp + (size_t)(g * r->p + a)] = kf[kvp * (size_t)cap + ((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
+            }
+    }
+    bl.q = alloc((size_t)(r->heads * r->p) * sizeof(float));
+    bl.xb = alloc((size_t)(r->heads * r->p) * sizeof(float));
+    bl.att = alloc((size_t)cap * sizeof(float));
+    x = filled((size_t)r->t * (size_t)r->d, 1.0f);
+    out = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
+    out_bl = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
+    bytes = mha_decode_workspace_size(&sh, 1, r->t, cap);
+    ws = alloc(bytes);
+    /* cache (every slot in use after the step) + weights + biases */
+    step_bytes = 4 * (2 * kvp * (size_t)cap + c.w_q + c.w_k + c.w_v + c.w_o + c.b_q + c.b_k + c.b_v + c.b_o);
+    for (path = ONE; path <= BASE; ++path) {
+        size_t runs = 0;
+        fprintf(stderr, "bench_decode: shape %s (%zu of %zu): %s...\n", r->name, s + 1, count,
+                path == ONE ? "one thread" : path == TWO ? "two threads" : "llama2.c-style baseline");
+        start = now();
+        while (runs < runs_max && (runs < 3 || now() - start < budget)) {
+            len = r->m;
+            t0 = now();
+            if (path == BASE) {
+                baseline_step(&bl, r, &w, r->m, x, out_bl);
+            } else if (mha_decode_parallel(&sh, &w, &cache, 1, r->t, x, x, x, out, ws, bytes,
+                                           path == TWO ? two_threads : NULL, NULL) != MHA_OK) {
+                fprintf(stderr, "bench_decode: mha_decode failed\n");
+                exit(1);
+            }
+            times[runs++] = now() - t0;
+        }
+        qsort(times, runs, sizeof times[0], cmp_double);
+        ms[path] = 1e3 * times[runs / 2];
+        mn[path] = 1e3 * times[0];
+    }
+    for (j = 0; j < r->t * r->d; ++j) { /* the same step, relative to the output's scale */
+        double e = fabs((double)out[j] - (double)out_bl[j]) / (1.0 + fabs((double)out_bl[j]));
+        if (e > diff || e != e) diff = e;
+    }
+    printf("| %s | %d / %d | %d | %d | %d | %d | %zu | %.3f | %.3f | %.1f | %.0f %% | %.3f | %.2f | %.3f | %.1f |"
+           " %.1e |\n", r->name, r->heads, r->kv, r->d, r->p, r->m, r->t, step_bytes, ms[ONE], mn[ONE],
+           (double)step_bytes / ms[ONE] * 1e-6, 100.0 * (double)step_bytes / ms[ONE] * 1e-6 / bw1, ms[TWO],
+           ms[ONE] / ms[TWO], ms[BASE], ms[BASE] / ms[ONE], diff);
+    fflush(stdout);
+    free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
+    free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
+    free(pack); free(cache.k); free(bl.kc); free(bl.vc); free(bl.q); free(bl.xb); free(bl.att);
+    free(x); free(out); free(out_bl); free(ws);
+}
+
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, bw1, bw2;
@@ -257,94 +351,20 @@ int main(int argc, char **argv) {
     printf("| shape | heads / kv | d | p | m | t | bytes per step | median ms | min ms | GB/s | %% of stream |"
            " 2 threads ms | speed-up 2 threads | llama2.c-style ms | llama2.c-style / mha.h | max diff |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (s = 0; s < count; ++s) {
-        const dshape *r = &SHAPES[s];
-        mha_shape sh = {0};
-        mha_weights w = {0};
-        mha_weight_counts c;
-        mha_cache cache;
-        baseline bl;
-        int32_t len = r->m;
-        int cap = r->m + r->t, path, j;
-        size_t bytes, pbytes, kvp = (size_t)r->kv * (size_t)r->p, step_bytes, runs_max = 200;
-        double ms[3], mn[3], times[200], t0, start, diff = 0.0;
-        float *x, *out, *out_bl, *kf;
-        void *ws, *pack;
-        if (argc > 2 && strcmp(argv[2], r->name) != 0 && strcmp(argv[2], "all") != 0) continue;
-        sh.heads = r->heads;
-        sh.kv_heads = r->kv;
-        sh.d_q = sh.d_k = sh.d_v = sh.p_o = r->d;
-        sh.p_q = sh.p_k = sh.p_v = r->p;
-        if (mha_weight_counts_get(&sh, &c) != MHA_OK) return 1;
-        w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->d)); w.b_q = filled(c.b_q, 0.1f);
-        w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->d)); w.b_k = filled(c.b_k, 0.1f);
-        w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->d)); w.b_v = filled(c.b_v, 0.1f);
-        w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->p))); w.b_o = filled(c.b_o, 0.1f);
-        pbytes = mha_packed_weights_size(&sh);
-        pack = alloc(pbytes);
-        if (mha_pack_weights(&sh, &w, pack, pbytes) != MHA_OK) return 1;
-        w.packed = pack;
-        memset(&cache, 0, sizeof cache);
-        cache.capacity = cap;
-        kf = filled(mha_cache_bytes(&sh, 1, cap) / sizeof(float), 1.0f);
-        cache.k = kf;
-        cache.v = kf + kvp * (size_t)cap;
-        cache.length = &len;
-        bl.kc = alloc(kvp * (size_t)cap * sizeof(float)); /* the same positions, token-major */
-        bl.vc = alloc(kvp * (size_t)cap * sizeof(float));
-        for (j = 0; j < r->m; ++j) {
-            int g, a;
-            for (g = 0; g < r->kv; ++g)
-                for (a = 0; a < r->p; ++a) {
-                    bl.kc[(size_t)j * kvp + (size_t)(g * r->p + a)] = kf[((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
-                    bl.vc[(size_t)j * kvp + (size_t)(g * r->p + a)] = kf[kvp * (size_t)cap + ((size_t)g * (size_t)cap + (size_t)j) * (size_t)r->p + (size_t)a];
-                }
+    if (argc > 2 && strcmp(argv[2], "sweep") == 0) { /* D2's step at cache lengths 256 .. 32768 (bench/peers.py) */
+        static char names[SWEEP_COUNT][8];
+        for (s = 0; s < SWEEP_COUNT; ++s) {
+            dshape d = SHAPES[1];
+            d.m = 256 << s;
+            snprintf(names[s], sizeof names[s], "S%d", d.m);
+            d.name = names[s];
+            bench_step(&d, s, SWEEP_COUNT, budget, bw1);
         }
-        bl.q = alloc((size_t)(r->heads * r->p) * sizeof(float));
-        bl.xb = alloc((size_t)(r->heads * r->p) * sizeof(float));
-        bl.att = alloc((size_t)cap * sizeof(float));
-        x = filled((size_t)r->t * (size_t)r->d, 1.0f);
-        out = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
-        out_bl = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
-        bytes = mha_decode_workspace_size(&sh, 1, r->t, cap);
-        ws = alloc(bytes);
-        /* cache (every slot in use after the step) + weights + biases */
-        step_bytes = 4 * (2 * kvp * (size_t)cap + c.w_q + c.w_k + c.w_v + c.w_o + c.b_q + c.b_k + c.b_v + c.b_o);
-        for (path = ONE; path <= BASE; ++path) {
-            size_t runs = 0;
-            fprintf(stderr, "bench_decode: shape %s (%zu of %zu): %s...\n", r->name, s + 1, count,
-                    path == ONE ? "one thread" : path == TWO ? "two threads" : "llama2.c-style baseline");
-            start = now();
-            while (runs < runs_max && (runs < 3 || now() - start < budget)) {
-                len = r->m;
-                t0 = now();
-                if (path == BASE) {
-                    baseline_step(&bl, r, &w, r->m, x, out_bl);
-                } else if (mha_decode_parallel(&sh, &w, &cache, 1, r->t, x, x, x, out, ws, bytes,
-                                               path == TWO ? two_threads : NULL, NULL) != MHA_OK) {
-                    fprintf(stderr, "bench_decode: mha_decode failed\n");
-                    return 1;
-                }
-                times[runs++] = now() - t0;
-            }
-            qsort(times, runs, sizeof times[0], cmp_double);
-            ms[path] = 1e3 * times[runs / 2];
-            mn[path] = 1e3 * times[0];
-        }
-        for (j = 0; j < r->t * r->d; ++j) { /* the same step, relative to the output's scale */
-            double e = fabs((double)out[j] - (double)out_bl[j]) / (1.0 + fabs((double)out_bl[j]));
-            if (e > diff || e != e) diff = e;
-        }
-        printf("| %s | %d / %d | %d | %d | %d | %d | %zu | %.3f | %.3f | %.1f | %.0f %% | %.3f | %.2f | %.3f | %.1f |"
-               " %.1e |\n", r->name, r->heads, r->kv, r->d, r->p, r->m, r->t, step_bytes, ms[ONE], mn[ONE],
-               (double)step_bytes / ms[ONE] * 1e-6, 100.0 * (double)step_bytes / ms[ONE] * 1e-6 / bw1, ms[TWO],
-               ms[ONE] / ms[TWO], ms[BASE], ms[BASE] / ms[ONE], diff);
-        fflush(stdout);
-        free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
-        free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
-        free(pack); free(cache.k); free(bl.kc); free(bl.vc); free(bl.q); free(bl.xb); free(bl.att);
-        free(x); free(out); free(out_bl); free(ws);
+        return 0;
     }
+    for (s = 0; s < count; ++s)
+        if (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0)
+            bench_step(&SHAPES[s], s, count, budget, bw1);
     printf("\n16-bit weights and caches, one thread, side by side (f16 and bf16 against float; max diff: the "
            "16-bit output's largest difference from the float one, |diff| / (1 + |out|))\n");
     printf("| shape | bytes float | bytes 16-bit | float ms | f16 ms | bf16 ms | f16 GB/s | %% of stream |"

@@ -9,7 +9,10 @@
    so that gcc vectorises them with glibc's vector expf/tanhf. It materialises
    the n x m score matrix of one head (n*m floats).
 
-       blas_mha SECONDS SHAPE    prints "SHAPE median_ms min_ms"
+   Before timing it checks its output against mha.h's (bench/peer_check.c):
+   within 1e-4 (1 + max |out|), else it exits 1.
+
+       blas_mha SECONDS SHAPE    prints "SHAPE median_ms min_ms max_abs_diff"
 */
 #define _POSIX_C_SOURCE 199309L
 #include <cblas.h>
@@ -22,7 +25,7 @@
 #include <stdint.h>
 
 #include "bench_util.h"
-#include "shapes.h"
+#include "peer_check.h" /* mha.h's output, and the check against it */
 
 typedef struct model {
     const shape_row *r;
@@ -94,16 +97,14 @@ static void forward(model *md, const float *q, const float *k, const float *v, f
 }
 
 int main(int argc, char **argv) {
-    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start;
-    const shape_row *r = NULL;
-    size_t s, runs = 0;
+    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start, diff;
+    const shape_row *r = shape_named(argc > 2 ? argv[2] : NULL);
+    size_t runs = 0;
     model md;
     float *q, *k, *v, *out;
     rng = 777u;
-    for (s = 0; argc > 2 && s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
-        if (strcmp(SHAPES[s].name, argv[2]) == 0) r = &SHAPES[s];
     if (!r) {
-        fprintf(stderr, "usage: blas_mha SECONDS SHAPE (T, M, B, G, Q, A or L)\n");
+        fprintf(stderr, "usage: blas_mha SECONDS SHAPE (a shape of bench/shapes.h)\n");
         return 2;
     }
     md.r = r;
@@ -126,6 +127,11 @@ int main(int argc, char **argv) {
     k = filled((size_t)r->m * r->dk, 1.0f);
     v = filled((size_t)r->m * r->dv, 1.0f);
     out = filled((size_t)r->n * r->po, 0.0f);
+    forward(&md, q, k, v, out);
+    {
+        const float *w[11] = {md.wq, md.bq, md.wk, md.bk, md.wv, md.bv, md.wo, md.bo, md.aq, md.ak, md.av};
+        diff = peer_check("blas_mha", r, w, q, k, v, out);
+    }
     start = now();
     while (runs < 200 && (runs < 3 || now() - start < budget)) {
         t0 = now();
@@ -133,6 +139,6 @@ int main(int argc, char **argv) {
         times[runs++] = now() - t0;
     }
     qsort(times, runs, sizeof times[0], cmp_double);
-    printf("%s %.4f %.4f\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0]);
-    return out[0] != out[0]; /* a NaN would mean a broken composition */
+    printf("%s %.4f %.4f %.3g\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0], diff);
+    return 0;
 }

@@ -12,8 +12,8 @@
    output projection. It materialises the n x m scores of every head.
    Additive scoring has no oneDNN composition here (shape A is skipped).
 
-   Before timing it checks its output against mha.h (mha_forward on the same
-   weights and inputs): within 1e-4 (1 + max |out|), else it exits 1.
+   Before timing it checks its output against mha.h's (mha_forward on the same
+   weights and inputs, bench/peer_check.c): within 1e-4 (1 + max |out|), else it exits 1.
 
        dnnl_mha SECONDS SHAPE    prints "SHAPE median_ms min_ms max_abs_diff"
 */
@@ -26,10 +26,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#define MHA_IMPLEMENTATION
-#include "../mha.h"
 #include "bench_util.h"
-#include "shapes.h"
+#include "peer_check.h" /* mha.h's output, and the check against it */
 
 #define CHECK_DNNL(call)                                                                                    \
     do {                                                                                                    \
@@ -171,40 +169,6 @@ static void forward(const model *md) {
     CHECK_DNNL(dnnl_stream_wait(strm));
 }
 
-/* mha.h's output for the same weights and inputs, and the largest difference. */
-static double check(const model *md) {
-    const shape_row *r = md->r;
-    mha_shape s;
-    mha_weights w;
-    size_t bytes, i, count = (size_t)r->n * (size_t)r->po;
-    float *ref = filled(count, 0.0f), big = 0.0f, diff = 0.0f;
-    void *ws;
-    memset(&s, 0, sizeof s);
-    memset(&w, 0, sizeof w);
-    s.heads = r->heads; s.kv_heads = r->kv; s.d_q = r->dq; s.d_k = r->dk; s.d_v = r->dv;
-    s.p_q = s.p_k = r->pq; s.p_v = r->pv; s.p_o = r->po;
-    w.w_q = md->wq; w.b_q = md->bq; w.w_k = md->wk; w.b_k = md->bk; w.w_v = md->wv; w.b_v = md->bv;
-    w.w_o = md->wo; w.b_o = md->bo;
-    bytes = mha_workspace_size(&s, 1, r->n, r->m);
-    ws = malloc(bytes);
-    if (!ws || mha_forward(&s, &w, 1, r->n, r->m, md->q, md->k, md->v, NULL, ref, NULL, ws, bytes) != MHA_OK) {
-        fprintf(stderr, "dnnl_mha: mha_forward failed\n");
-        exit(1);
-    }
-    for (i = 0; i < count; ++i) {
-        big = fabsf(ref[i]) > big ? fabsf(ref[i]) : big;
-        diff = fabsf(ref[i] - md->out[i]) > diff || md->out[i] != md->out[i] ? fabsf(ref[i] - md->out[i]) : diff;
-    }
-    free(ws);
-    free(ref);
-    if (!(diff <= 1e-4f * (1.0f + big))) {
-        fprintf(stderr, "dnnl_mha: shape %s differs from mha.h by %g (max |out| %g)\n", r->name, (double)diff,
-                (double)big);
-        exit(1);
-    }
-    return (double)diff;
-}
-
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start, diff;
     const shape_row *r = NULL;
@@ -237,7 +201,10 @@ int main(int argc, char **argv) {
     md.out = filled((size_t)r->n * r->po, 0.0f);
     model_make(&md);
     forward(&md);
-    diff = check(&md);
+    {
+        const float *w[11] = {md.wq, md.bq, md.wk, md.bk, md.wv, md.bv, md.wo, md.bo, NULL, NULL, NULL};
+        diff = peer_check("dnnl_mha", r, w, md.q, md.k, md.v, md.out);
+    }
     start = now();
     while (runs < 200 && (runs < 3 || now() - start < budget)) {
         t0 = now();

@@ -17,28 +17,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MHA_IMPLEMENTATION
-#include "../mha.h"
 #include "bench_util.h"
-#include "shapes.h"
+#include "peer_check.h" /* mha.h's output */
 
 int main(int argc, char **argv) {
-    const shape_row *r = NULL;
-    mha_shape s;
-    mha_weights w;
-    size_t i, bytes;
+    const shape_row *r = shape_named(argc > 2 ? argv[1] : NULL);
+    size_t i;
     int32_t head[10];
     float *arr[12];
     size_t cnt[12];
-    void *ws;
     FILE *f;
     rng = 777u; /* the data of bench/blas_mha.c and bench/dnnl_mha.c */
     (void)now; /* bench_util.h's timing, unused here */
     (void)cmp_double;
-    for (i = 0; argc > 2 && i < sizeof SHAPES / sizeof SHAPES[0]; ++i)
-        if (strcmp(SHAPES[i].name, argv[1]) == 0) r = &SHAPES[i];
     if (!r || r->pa > 0) {
-        fprintf(stderr, "usage: peer_data SHAPE FILE (T, M, B, G, Q or L)\n");
+        fprintf(stderr, "usage: peer_data SHAPE FILE (a shape of bench/shapes.h without additive scoring)\n");
         return 2;
     }
     cnt[0] = (size_t)r->heads * r->pq * r->dq; cnt[1] = (size_t)r->heads * r->pq;
@@ -53,17 +46,9 @@ int main(int argc, char **argv) {
     arr[6] = filled(cnt[6], sqrtf(3.0f / (float)(r->heads * r->pv))); arr[7] = filled(cnt[7], 0.1f);
     arr[8] = filled(cnt[8], 1.0f); arr[9] = filled(cnt[9], 1.0f); arr[10] = filled(cnt[10], 1.0f);
     arr[11] = filled(cnt[11], 0.0f);
-    memset(&s, 0, sizeof s);
-    memset(&w, 0, sizeof w);
-    s.heads = r->heads; s.kv_heads = r->kv; s.d_q = r->dq; s.d_k = r->dk; s.d_v = r->dv;
-    s.p_q = s.p_k = r->pq; s.p_v = r->pv; s.p_o = r->po;
-    w.w_q = arr[0]; w.b_q = arr[1]; w.w_k = arr[2]; w.b_k = arr[3]; w.w_v = arr[4]; w.b_v = arr[5];
-    w.w_o = arr[6]; w.b_o = arr[7];
-    bytes = mha_workspace_size(&s, 1, r->n, r->m);
-    ws = malloc(bytes);
-    if (!ws || mha_forward(&s, &w, 1, r->n, r->m, arr[8], arr[9], arr[10], NULL, arr[11], NULL, ws, bytes) != MHA_OK) {
-        fprintf(stderr, "peer_data: mha_forward failed\n");
-        return 1;
+    {
+        const float *w[11] = {arr[0], arr[1], arr[2], arr[3], arr[4], arr[5], arr[6], arr[7], NULL, NULL, NULL};
+        peer_reference(r, w, arr[8], arr[9], arr[10], arr[11]);
     }
     head[0] = r->n; head[1] = r->m; head[2] = r->dq; head[3] = r->dk; head[4] = r->dv; head[5] = r->heads;
     head[6] = r->kv; head[7] = r->pq; head[8] = r->pv; head[9] = r->po;

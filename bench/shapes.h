@@ -1,7 +1,9 @@
 /* bench/shapes.h - the benchmark shapes of README.md, "Benchmark" (n, m, d, h, p),
-   shared by bench/bench.c and the OpenBLAS peer bench/blas_mha.c. */
+   shared by bench/bench.c and the peers' programs (bench/blas_mha.c,
+   bench/dnnl_mha.c, bench/peer_data.c). */
 #ifndef BENCH_SHAPES_H
 #define BENCH_SHAPES_H
+#include <string.h>
 
 typedef struct shape_row {
     const char *name;
@@ -16,5 +18,14 @@ static const shape_row SHAPES[] = {
     {"Q", 512, 512, 1024, 1024, 1024, 16, 4, 64, 64, 1024, 0},
     {"A", 128, 128, 256, 256, 256, 4, 4, 64, 64, 256, 64},
     {"L", 1024, 1024, 512, 512, 512, 8, 8, 64, 64, 512, 0},
+    {"N", 1, 4096, 2048, 2048, 2048, 16, 16, 128, 128, 2048, 0}, /* one query, a long context: the projections */
 };
+
+/* The row named `name`, or NULL. */
+static inline const shape_row *shape_named(const char *name) {
+    size_t s;
+    for (s = 0; name && s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
+        if (strcmp(SHAPES[s].name, name) == 0) return &SHAPES[s];
+    return NULL;
+}
 #endif
