@@ -2488,11 +2488,12 @@ MHA__PRIVATE void mha__pack_qo(const mha__ctx *c, size_t i, float *dst) {
    batch entry b and kv head g with its group of query heads, every query
    row at once, each step through the parallel-for:
      1. project  the pass's weights packed (unless the caller packed them);
-                 K^T and V as packed panels [mr][p]; V's largest |v| and
-                 finiteness; for additive scoring A_k^(i) K^T and A_q^(i)
-                 packed; the group's queries Q [n][grp p_q];
-     2. attend   per (head, tile of query rows): the fused attention, into the
-                 group's outputs [n][grp p_v];
+                 K^T and V as packed panels [mr][p] and the group's queries
+                 Q [n][grp p_q] (one parallel-for: key blocks' K, their V,
+                 tiles' Q); V's largest |v| and finiteness; for additive
+                 scoring A_k^(i) K^T and A_q^(i) packed;
+     2. attend   per (head, tile of query rows): the fused attention, into
+                 the group's outputs [n][grp p_v];
      3. output   per tile of rows: out (+)= h_i W_o^(i)^T head by head (the
                  first head of the call sets out, the last adds b_o).
    One kv head at a time keeps the workspace small (no n x m term, no copy
@@ -2517,7 +2518,8 @@ typedef struct mha__fast {
     float *kt, *vt;            /* [mr p_k] K^T, [mr pvr] V: packed panels */
     float *akt, *paq;          /* additive: [grp][p_a][mr] A_k^(i) K^T, [grp][up(p_a) p_q] packed A_q^(i) */
     float *slot;               /* [tasks][slot_floats] */
-    float *tail;               /* [MR][KC]: A's last rows in a step whose one last task has fewer than MR */
+    float *tail;               /* [3][MR][KC]: A's last rows (fewer than MR) of K, V and Q's last tasks;
+                                  steps 2 and 3 use the first */
     float *vb;                 /* bf16 products in the attention (MHA__BF, dot scoring): [mr / 2 pvr] V's
                                   panels as pairs of keys in kp's room (written after step 1's keys are
                                   packed), else NULL; K^T's panels (kt) hold pairs too */
@@ -2573,7 +2575,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[6] = mha__mul(c->grp, mha__mul(c->pa, f->mr));
     sz[7] = mha__mul(c->grp, mha__mul(MHA__UP(c->pa, MHA__NR), c->pq));
     sz[8] = mha__mul(f->tasks, f->slot_floats);
-    sz[9] = MHA__MR * MHA__KC;
+    sz[9] = 3 * MHA__MR * MHA__KC;
     sz[10] = mha__mul(mha__add(c->m, c->n), MHA__ROPE(c));
     ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
     ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail; ptr[10] = &f->rcs;
@@ -2623,21 +2625,36 @@ MHA__PRIVATE const float *mha__fast_qangles(const mha__fast *f, size_t t) {
 }
 #endif
 
-/* Task `block` of step 1: key rows j0 .. j0+KVB-1 of the pass: K projected
-   into kp and packed into K^T's panels, V projected straight into its
-   panels (mha_attend: the caller's rows packed as they are). */
-MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
-    const mha__fast *f = (const mha__fast *)arg;
+/* Task `task` of step 1's first part: key rows j0 .. j0+KVB-1 of the pass
+   (block task / 2), K (even tasks) projected into kp and packed into K^T's
+   panels, or V (odd) projected straight into its panels (mha_attend: the
+   caller's rows packed as they are). Each of K, V and Q has its own tail. */
+MHA__PRIVATE void mha__fast_kv(const mha__fast *f, size_t task) {
     const mha__ctx *c = f->c;
     const mha_weights *w = c->w;
-    const size_t j0 = (size_t)block * MHA__KVB, rows = c->m - j0 < MHA__KVB ? c->m - j0 : MHA__KVB;
+    const size_t j0 = task / 2 * MHA__KVB, rows = c->m - j0 < MHA__KVB ? c->m - j0 : MHA__KVB;
     const float *keys = c->keys + (f->b * c->m + j0) * c->dk, *values = c->values + (f->b * c->m + j0) * c->dv;
     const size_t g = f->g;
     float *kt = f->kt + j0 * c->pk, *vt = f->vt + j0 * MHA__NR;
     size_t q, j, a;
     mha__gemm_args ga;
-    for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
-        for (j = 0; j < rows * MHA__NR; ++j) vt[q * f->mr * MHA__NR + j] = 0.0f;
+    if (task % 2) { /* V */
+        for (q = 0; q < f->pvr / MHA__NR; ++q) /* padding columns stay 0 */
+            for (j = 0; j < rows * MHA__NR; ++j) vt[q * f->mr * MHA__NR + j] = 0.0f;
+        if (c->head == MHA__CORE) {
+            for (j = 0; j < rows; ++j)
+                for (a = 0; a < c->pv; ++a)
+                    vt[(a / MHA__NR) * f->mr * MHA__NR + j * MHA__NR + a % MHA__NR] = values[j * c->dv + g * c->pv + a];
+            return;
+        }
+        ga = mha__mm(rows, c->pv, c->dv, values, c->dv, f->wk + f->pkr * c->dk, vt, MHA__NR);
+        ga.cps = f->mr * MHA__NR; /* straight into the packed panels */
+        ga.bias = w->b_v ? w->b_v + g * c->pv : NULL;
+        ga.tail = f->tail + MHA__MR * MHA__KC; /* the last block's */
+        ga.bf = MHA__BF(c);
+        mha__gemm(&ga);
+        return;
+    }
     if (c->head == MHA__CORE) {
         const float *kr = keys + g * c->pk; /* the rows to pack, stride kst */
         size_t kst = c->dk;
@@ -2652,9 +2669,6 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
         }
 #endif
         mha__pack(kr, kst, rows, c->pk, kt);
-        for (j = 0; j < rows; ++j)
-            for (a = 0; a < c->pv; ++a)
-                vt[(a / MHA__NR) * f->mr * MHA__NR + j * MHA__NR + a % MHA__NR] = values[j * c->dv + g * c->pv + a];
         return;
     }
     ga = mha__mm(rows, c->pk, c->dk, keys, c->dk, f->wk, f->kp + j0 * c->pk, c->pk);
@@ -2671,12 +2685,6 @@ MHA__PRIVATE void mha__fast_kv(void *arg, int32_t block) {
     else
 #endif
         mha__pack(f->kp + j0 * c->pk, c->pk, rows, c->pk, kt);
-    ga = mha__mm(rows, c->pv, c->dv, values, c->dv, f->wk + f->pkr * c->dk, vt, MHA__NR);
-    ga.cps = f->mr * MHA__NR; /* straight into the packed panels */
-    ga.bias = w->b_v ? w->b_v + g * c->pv : NULL;
-    ga.tail = f->tail;
-    ga.bf = MHA__BF(c);
-    mha__gemm(&ga);
 }
 
 #if MHA__BFDP
@@ -2716,18 +2724,18 @@ MHA__PRIVATE void mha__fast_akt(void *arg, int32_t l) {
               f->paq + (size_t)l * MHA__UP(c->pa, MHA__NR) * c->pq);
 }
 
-/* Task `tile` of step 1: that tile's queries for each head of the pass. */
-MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
-    const mha__fast *f = (const mha__fast *)arg;
+/* Task `tile` of step 1's first part, after the K and V tasks: that tile's
+   queries for each head of the pass. */
+MHA__PRIVATE void mha__fast_q(const mha__fast *f, size_t tile) {
     const mha__ctx *c = f->c;
-    const size_t t0 = (size_t)tile * f->qr, rows = c->n - t0 < f->qr ? c->n - t0 : f->qr, gq = c->grp * c->pq;
+    const size_t t0 = tile * f->qr, rows = c->n - t0 < f->qr ? c->n - t0 : f->qr, gq = c->grp * c->pq;
     size_t l, i;
     for (l = 0; l < c->grp; ++l) {
         mha__gemm_args ga = mha__mm(rows, c->pq, c->dq, c->queries + (f->b * c->n + t0) * c->dq, c->dq,
                                     f->wq + l * f->per_i, f->qp + t0 * gq + l * c->pq, gq);
         i = f->g * c->grp + l;
         ga.bias = c->w->b_q ? c->w->b_q + i * c->pq : NULL;
-        ga.tail = f->tail; /* the last tile's */
+        ga.tail = f->tail + 2 * MHA__MR * MHA__KC; /* the last tile's */
         ga.bf = MHA__BF(c);
         mha__gemm(&ga);
     }
@@ -2735,6 +2743,18 @@ MHA__PRIVATE void mha__fast_q(void *arg, int32_t tile) {
     for (l = 0; l < rows && MHA__ROPE(c); ++l) /* every head of the row at its position */
         mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, mha__fast_qangles(f, t0 + l));
 #endif
+}
+
+/* Step 1's first part, one parallel-for: tasks 0 .. 2 kv blocks - 1 the
+   keys' and values' (mha__fast_kv), then a task per tile of query rows
+   (mha__fast_q; none for mha_attend). */
+MHA__PRIVATE void mha__fast_kvq(void *arg, int32_t task) {
+    const mha__fast *f = (const mha__fast *)arg;
+    const size_t kvt = 2 * ((f->c->m + MHA__KVB - 1) / MHA__KVB);
+    if ((size_t)task < kvt)
+        mha__fast_kv(f, (size_t)task);
+    else
+        mha__fast_q(f, (size_t)task - kvt);
 }
 
 /* The max of x[0..len) and mx as the reference path takes it: NaN once any
@@ -3112,7 +3132,7 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
     }
     for (k = 0; k < f->pvr / MHA__NR; ++k) /* V's padding rows m .. mr-1 */
         for (j = c->m * MHA__NR; j < f->mr * MHA__NR; ++j) f->vt[k * f->mr * MHA__NR + j] = 0.0f;
-    mha__par(c, mha__fast_kv, f, (c->m + MHA__KVB - 1) / MHA__KVB);
+    mha__par(c, mha__fast_kvq, f, 2 * ((c->m + MHA__KVB - 1) / MHA__KVB) + (c->head != MHA__CORE ? f->tiles : 0));
     { /* inf * 0 and NaN * 0 are NaN: one test at the end; and the largest |v| */
         mha__v z = mha__vset(0.0f), acc = z, big = z, x;
         for (j = 0; j < f->mr * f->pvr; j += MHA__VL) {
@@ -3133,7 +3153,6 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
     if (f->vb) mha__par(c, mha__fast_vbf, f, (f->mr + MHA__KVB - 1) / MHA__KVB);
 #endif
     if (MHA__ADDITIVE(c)) mha__par(c, mha__fast_akt, f, c->grp);
-    if (c->head != MHA__CORE) mha__par(c, mha__fast_q, f, f->tiles);
     MHA__CLEAN();
 }
 
@@ -3805,11 +3824,32 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
 #endif
 
 #if MHA_FAST
-/* The fast path's part of a call: the path, the parallel-for, and packed
-   weights made for this shape (else MHA_ERR_SHAPE). */
+/* Multiply-adds of a forward pass (one batch entry and kv head) below which
+   mha_forward_parallel keeps the whole call on the calling thread: each step
+   of a pass is one call of the parallel-for, whose hand-off costs
+   microseconds, more than such a step's work (measured with the pool of
+   tests/two_threads.h: a pass of 2^17 multiply-adds ran 2-4 % slower on two
+   threads, one of 2^19 1.6x faster). */
+#ifndef MHA__PAR_MIN
+#define MHA__PAR_MIN ((size_t)1 << 18)
+#endif
+
+/* A forward pass's multiply-adds, at most SIZE_MAX: the group's query and
+   output projections, the kv head's key and value projections, the group's
+   scores and weighted values. */
+MHA__PRIVATE size_t mha__pass_work(const mha__ctx *c) {
+    size_t q = mha__mul(c->n, mha__add(mha__mul(c->dq, c->pq), mha__mul(c->pv, c->po)));
+    size_t kv = mha__mul(c->m, mha__add(mha__mul(c->dk, c->pk), mha__mul(c->dv, c->pv)));
+    size_t att = mha__mul(mha__mul(c->n, c->m), mha__add(c->pq, c->pv));
+    return mha__add(mha__mul(c->grp, mha__add(q, att)), kv);
+}
+
+/* The fast path's part of a call: the path, the parallel-for (none for a
+   small forward call: MHA__PAR_MIN), and packed weights made for this shape
+   (else MHA_ERR_SHAPE). */
 MHA__PRIVATE mha_status mha__fast_call(mha__ctx *c, int fast, mha_parallel_for pfor, void *user) {
     c->fast = fast;
-    c->pfor = pfor;
+    c->pfor = c->cache || mha__pass_work(c) >= MHA__PAR_MIN ? pfor : NULL;
     c->user = user;
     return fast && c->w->packed && !mha__packed(c) ? MHA_ERR_SHAPE : MHA_OK;
 }

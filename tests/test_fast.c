@@ -330,6 +330,10 @@ static void test_parallel_and_packed(void) {
                                &calls) == MHA_OK && calls > 0,
           "parallel: reversed schedule runs (%d parallel-for calls)", calls);
     CHECK(memcmp(base, other, n_out * sizeof(float)) == 0, "parallel: reversed schedule, bit for bit");
+    calls = 0; /* a call below MHA__PAR_MIN multiply-adds a pass stays on the calling thread */
+    CHECK(mha_forward_parallel(&s, &p.w, 2, 3, 5, p.q, p.k, p.v, NULL, other, NULL, p.ws, p.ws_bytes, reversed,
+                               &calls) == MHA_OK && calls == 0,
+          "parallel: a small call does not use the parallel-for (%d calls)", calls);
     CHECK(mha_forward_parallel(&s, &p.w, 2, PN, PM, p.q, p.k, p.v, &mask, other, NULL, p.ws, p.ws_bytes,
                                interleaved, NULL) == MHA_OK &&
               memcmp(base, other, n_out * sizeof(float)) == 0,
