@@ -18,7 +18,7 @@
    other element types is refused. */
 #define MHA_FAST 1
 #define MHA_BF16_DOT 1
-#define MHA__PAR_MIN 0 /* the two-thread runs hand out every call's steps, small ones too */
+#define MHA__PAR_MIN 1 /* the two-thread runs hand out every call's steps, small ones too */
 #define MHA_IMPLEMENTATION
 #include "test_util.h"
 #include "naive_ref.h"
