@@ -1968,7 +1968,7 @@ MHA__PRIVATE float mha__vhmax(mha__v x) {
    polynomial, 1 + r as an exact sum, one rounding at the end), for x <= 88;
    0 below ln(FLT_MIN) and for -inf, NaN stays NaN.
    Measured error: tests/test_fast.c. */
-MHA__PRIVATE mha__v mha__vexp(mha__v x) {
+MHA__PRIVATE MHA__INLINE mha__v mha__vexp(mha__v x) {
     const mha__v lo = mha__vset(-87.33654475f), one = mha__vset(1.0f);
     mha__v xc = mha__vmax(lo, x); /* NaN stays NaN: max(lo, NaN) is NaN on each target */
     mha__v k = mha__vround(mha__vmul(xc, mha__vset(1.44269504f)));
@@ -1990,7 +1990,7 @@ MHA__PRIVATE mha__v mha__vexp(mha__v x) {
    1 - 2 / (e^2|x| + 1) with |x| clamped to 9.5 (beyond, tanh is +-1 in
    fp32) and the rounding of the denominator corrected; NaN stays NaN.
    Measured error: tests/test_fast.c. */
-MHA__PRIVATE mha__v mha__vtanh(mha__v x) {
+MHA__PRIVATE MHA__INLINE mha__v mha__vtanh(mha__v x) {
     const mha__v one = mha__vset(1.0f);
     mha__v z = mha__vmul(x, x), t = mha__vset(-2.3912911e-4f), e, d, q;
     t = mha__vfma(t, z, mha__vset(5.9002744e-4f));
