@@ -2099,25 +2099,28 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx
     }                                                                                                    \
     mha__vstore(c + (r) * ldc, mha__vadd(c0_##r, i0));                                                   \
     mha__vstore(c + (r) * ldc + MHA__VL, mha__vadd(c1_##r, i1));
+#define MHA__KERNEL_BODY(EACH)                                                                           \
+    {                                                                                                    \
+        mha__v b0, b1, ar, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;                        \
+        mha__v i1 = bias ? mha__vload(bias + MHA__VL) : z;                                               \
+        size_t p;                                                                                        \
+        EACH(MHA__K_INIT)                                                                                \
+        if (ldb == MHA__NR) /* packed panels: a constant stride, which the loop's addressing folds in */ \
+            for (p = 0; p < k; ++p, b += MHA__NR) {                                                      \
+                b0 = mha__vload(b);                                                                      \
+                b1 = mha__vload(b + MHA__VL);                                                            \
+                EACH(MHA__K_FMA)                                                                         \
+            }                                                                                            \
+        else                                                                                             \
+            for (p = 0; p < k; ++p, b += ldb) {                                                          \
+                b0 = mha__vload(b);                                                                      \
+                b1 = mha__vload(b + MHA__VL);                                                            \
+                EACH(MHA__K_FMA)                                                                         \
+            }                                                                                            \
+        EACH(MHA__K_STORE)                                                                               \
+    }
 MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda, const float *b, size_t ldb, float *c,
-                                            size_t ldc, int acc, const float *bias) {
-    mha__v b0, b1, ar, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z, i1 = bias ? mha__vload(bias + MHA__VL) : z;
-    size_t p;
-    MHA__EACH_ROW(MHA__K_INIT)
-    if (ldb == MHA__NR) /* packed panels: a constant stride, which the loop's addressing folds in */
-        for (p = 0; p < k; ++p, b += MHA__NR) {
-            b0 = mha__vload(b);
-            b1 = mha__vload(b + MHA__VL);
-            MHA__EACH_ROW(MHA__K_FMA)
-        }
-    else
-        for (p = 0; p < k; ++p, b += ldb) {
-            b0 = mha__vload(b);
-            b1 = mha__vload(b + MHA__VL);
-            MHA__EACH_ROW(MHA__K_FMA)
-        }
-    MHA__EACH_ROW(MHA__K_STORE)
-}
+                                            size_t ldc, int acc, const float *bias) MHA__KERNEL_BODY(MHA__EACH_ROW)
 
 /* The same for a panel whose columns past VL are padding: one vector wide. */
 #define MHA__K1_INIT(r) mha__v c0_##r = z;
@@ -2125,23 +2128,53 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel(size_t k, const float *a, size_t lda
 #define MHA__K1_STORE(r)                                                                                 \
     if (acc) c0_##r = mha__vadd(mha__vload(c + (r) * ldc), c0_##r);                                      \
     mha__vstore(c + (r) * ldc, mha__vadd(c0_##r, i0));
+#define MHA__KERNEL1_BODY(EACH)                                                                          \
+    {                                                                                                    \
+        mha__v b0, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;                               \
+        size_t p;                                                                                        \
+        EACH(MHA__K1_INIT)                                                                               \
+        if (ldb == MHA__NR)                                                                              \
+            for (p = 0; p < k; ++p, b += MHA__NR) {                                                      \
+                b0 = mha__vload(b);                                                                      \
+                EACH(MHA__K1_FMA)                                                                        \
+            }                                                                                            \
+        else                                                                                             \
+            for (p = 0; p < k; ++p, b += ldb) {                                                          \
+                b0 = mha__vload(b);                                                                      \
+                EACH(MHA__K1_FMA)                                                                        \
+            }                                                                                            \
+        EACH(MHA__K1_STORE)                                                                              \
+    }
 MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t lda, const float *b, size_t ldb, float *c,
-                                             size_t ldc, int acc, const float *bias) {
-    mha__v b0, z = mha__vset(0.0f), i0 = bias ? mha__vload(bias) : z;
-    size_t p;
-    MHA__EACH_ROW(MHA__K1_INIT)
-    if (ldb == MHA__NR)
-        for (p = 0; p < k; ++p, b += MHA__NR) {
-            b0 = mha__vload(b);
-            MHA__EACH_ROW(MHA__K1_FMA)
-        }
-    else
-        for (p = 0; p < k; ++p, b += ldb) {
-            b0 = mha__vload(b);
-            MHA__EACH_ROW(MHA__K1_FMA)
-        }
-    MHA__EACH_ROW(MHA__K1_STORE)
-}
+                                             size_t ldc, int acc, const float *bias) MHA__KERNEL1_BODY(MHA__EACH_ROW)
+
+/* Where MR is 8 or 12: both kernels for 4 rows (and for 8 where MR is 12),
+   for a GEMM's last rows when they are that few (a tile of few query rows),
+   in place of MR rows with padding; each row's sums are those of the MR-row
+   kernel. With its operands in L1 the 4-row kernel runs at about 70 % of
+   the 12-row one's rate, so it only takes 4 rows or fewer. */
+#if MHA__MR == 8 || MHA__MR == 12
+#define MHA__MR4 4
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_4(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                              float *c, size_t ldc, int acc, const float *bias)
+    MHA__KERNEL_BODY(MHA__ROWS4)
+MHA__PRIVATE MHA__NOINLINE void mha__kernel1_4(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                               float *c, size_t ldc, int acc, const float *bias)
+    MHA__KERNEL1_BODY(MHA__ROWS4)
+#else
+#define MHA__MR4 MHA__MR /* no smaller kernel */
+#endif
+#if MHA__MR == 12
+#define MHA__MR8 8
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_8(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                              float *c, size_t ldc, int acc, const float *bias)
+    MHA__KERNEL_BODY(MHA__ROWS8)
+MHA__PRIVATE MHA__NOINLINE void mha__kernel1_8(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                               float *c, size_t ldc, int acc, const float *bias)
+    MHA__KERNEL1_BODY(MHA__ROWS8)
+#else
+#define MHA__MR8 MHA__MR
+#endif
 
 /* One row: c[0..cw) = ((acc ? c : 0) + a b) + bias, the same sums in the
    same order as one row of mha__kernel (so a row's result does not depend
@@ -2347,7 +2380,7 @@ typedef void (*mha__kern)(size_t k, const float *a, size_t lda, const float *b, 
 MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     float t[MHA__MR * MHA__NR], tb[MHA__NR];
     mha__kern kern = mha__kernel, kern1 = mha__kernel1;
-    size_t k0, kl, kk, bo, q, r0, rh, cw, r, j;
+    size_t k0, kl, kk, bo, q, r0, rh, kr, cw, r, j;
 #if MHA__BFDP
     uint32_t ap[MHA__MR * MHA__KC / 2]; /* a block of A in bf16 pairs */
     if (g->bf) {
@@ -2360,10 +2393,24 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
         kl = g->k - k0 < MHA__KC ? g->k - k0 : MHA__KC;
         kk = g->bf ? (kl + 1) / 2 : kl;              /* the kernels' k: pairs, or elements */
         bo = (g->bf ? k0 / 2 : k0) * g->ldb;          /* the block's first row of B */
-        for (r0 = 0; r0 < g->rows; r0 += MHA__MR) {
+        for (r0 = 0; r0 < g->rows; r0 += kr) {
             const float *a = g->a + r0 * g->lda + k0;
             size_t lda = g->lda;
+            mha__kern kr_kern = kern, kr_kern1 = kern1;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
+            kr = rh == MHA__MR || g->bf || g->rows1 ? MHA__MR : rh <= MHA__MR4 ? MHA__MR4 : rh <= MHA__MR8 ? MHA__MR8 : MHA__MR;
+#if MHA__MR4 < MHA__MR /* the last rows, 4 or fewer (8 or fewer), with the smaller kernels */
+            if (kr == MHA__MR4) {
+                kr_kern = mha__kernel_4;
+                kr_kern1 = mha__kernel1_4;
+            }
+#endif
+#if MHA__MR8 < MHA__MR
+            if (kr == MHA__MR8) {
+                kr_kern = mha__kernel_8;
+                kr_kern1 = mha__kernel1_8;
+            }
+#endif
 #if MHA__BFDP
             if (g->bf) { /* the block's rows rounded into pairs, padded to MR; the next block's asked for */
                 mha__bf_rows(ap, a, lda, rh, kl);
@@ -2384,9 +2431,9 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                     }
                 continue;
             }
-            if (rh < MHA__MR && g->tail && !g->bf) {
+            if (rh < kr && g->tail && !g->bf) {
                 for (r = 0; r < rh; ++r) mha__copy(g->tail + r * kl, a + r * lda, kl);
-                for (j = rh * kl; j < MHA__MR * kl; ++j) g->tail[j] = 0.0f;
+                for (j = rh * kl; j < kr * kl; ++j) g->tail[j] = 0.0f;
                 a = g->tail;
                 lda = kl;
             }
@@ -2395,12 +2442,12 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                 const float *bias = last && g->bias ? g->bias + q * MHA__NR : NULL;
                 float *c = g->c + r0 * g->ldc + q * g->cps;
                 cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
-                if (rh == MHA__MR && cw == MHA__NR) {
-                    kern(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
+                if (rh == kr && cw == MHA__NR) {
+                    kr_kern(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
                     continue;
                 }
-                if (rh == MHA__MR && cw == MHA__VL) {
-                    kern1(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
+                if (rh == kr && cw == MHA__VL) {
+                    kr_kern1(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
                     continue;
                 }
                 /* an edge tile, through t: the bias and C only where they exist */
@@ -2414,9 +2461,9 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                         for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * g->ldc + j];
                 }
                 if (cw <= MHA__VL)
-                    kern1(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
+                    kr_kern1(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
                 else
-                    kern(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
+                    kr_kern(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
                 for (r = 0; r < rh; ++r)
                     for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
             }
@@ -2558,7 +2605,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pvr = MHA__UP(c->pv, MHA__NR);
     f->mr = MHA__UP(c->m, MHA__NR);
-    f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR) : MHA__QR; /* n = 0: no tile, qr > 0 */
+    f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR4) : MHA__QR; /* n = 0: no tile, qr > 0 */
     f->tiles = (c->n + f->qr - 1) / f->qr;
     f->items = mha__mul(c->grp, f->tiles);
     f->tasks = f->items < MHA__SLOTS ? f->items : MHA__SLOTS;
