@@ -2605,7 +2605,11 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     f->pkr = MHA__UP(c->pk, MHA__NR);
     f->pvr = MHA__UP(c->pv, MHA__NR);
     f->mr = MHA__UP(c->m, MHA__NR);
-    f->qr = c->n < MHA__QR ? MHA__UP(c->n + (c->n == 0), MHA__MR4) : MHA__QR; /* n = 0: no tile, qr > 0 */
+    /* as many tiles as QR rows take, made even (but 1), of equal rows (a multiple of 4, or of MR:
+       MHA__MR4), so that tasks balance on two threads; n = 0: no tile, qr > 0 */
+    f->tiles = (c->n + MHA__QR - 1) / MHA__QR;
+    f->tiles += f->tiles > 1 && f->tiles % 2;
+    f->qr = MHA__UP((c->n + f->tiles - 1) / (f->tiles + (c->n == 0)) + (c->n == 0), MHA__MR4);
     f->tiles = (c->n + f->qr - 1) / f->qr;
     f->items = mha__mul(c->grp, f->tiles);
     f->tasks = f->items < MHA__SLOTS ? f->items : MHA__SLOTS;
