@@ -1720,6 +1720,8 @@ typedef __m512 mha__v;
 #define mha__vpow2(k)                                                                                    \
     _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23))
 #define mha__vround(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* q 2^k for integral k, one instruction (the same value as q mha__vpow2(k) for k in range) */
+#define MHA__VSCALE2(q, k) _mm512_scalef_ps(q, k)
 /* y where !(x < lo), else 0 */
 #define mha__vzero_below(y, x, lo) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y)
 /* nonzero when a lane of x is NaN or > FLT_MAX */
@@ -1982,7 +1984,11 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vexp(mha__v x) {
     q = mha__vfma(q, f, mha__vset(0.5f));
     q = mha__vfma(mha__vmul(f, f), q, rl);
     q = mha__vadd(hi, mha__vadd(mha__vadd(mha__vsub(one, hi), r), q));
+#ifdef MHA__VSCALE2
+    return mha__vzero_below(MHA__VSCALE2(q, k), x, lo);
+#else
     return mha__vzero_below(mha__vmul(q, mha__vpow2(k)), x, lo);
+#endif
 }
 
 /* tanh x on vectors: the scheme of mha__tanhf, without branches. The odd
