@@ -26,7 +26,8 @@ with the two-thread pool of tests/two_threads.h ("two"). Each round runs, shape
 by shape and thread count by thread count, mha.h and then every peer; a table
 per thread count gives the median over rounds of each one's median time and the
 throughput ratios mha.h / peer (> 1: mha.h is faster); then mha.h's speed-up on
-two threads and the spread of its rounds ((max - min) / median).
+two threads and the spread of its rounds (the largest distance of a round's time from
+their median, as a share of the median: +-).
 Then the backward pass (mha_backward, every gradient) against PyTorch's
 autograd backward through nn.MultiheadAttention, shapes M, B and L, one thread.
 Then one decoding step (bench_decode sweep: D2's shape at cache lengths 256 ..
@@ -139,6 +140,12 @@ def median(xs):
     return sorted(xs)[len(xs) // 2]
 
 
+def spread(xs):
+    """The largest distance of xs from their median, in % of it."""
+    m = median(xs)
+    return 100 * max(abs(x - m) for x in xs) / m
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
@@ -191,14 +198,13 @@ def main():
             print("| %s | %.3f | %s | %s |" % (name, ours, " | ".join(c[0] for c in cells),
                                                " | ".join(c[1] for c in cells)), flush=True)
         print()
-    print("mha.h on two threads: speed-up over one thread, and the spread of the rounds' times ((max - min) / median)")
+    print("mha.h on two threads: speed-up over one thread, and the spread of the rounds' times (the largest "
+          "distance from their median)")
     print("| shape | speed-up | spread, one thread | spread, two threads |")
     print("|---|---|---|---|")
     for name in SHAPES:
         one, two = times[1][name]["mha.h"], times[2][name]["mha.h"]
-        print("| %s | %.2f | %.0f %% | %.0f %% |" % (name, median(one) / median(two),
-                                                   100 * (max(one) - min(one)) / median(one),
-                                                   100 * (max(two) - min(two)) / median(two)))
+        print("| %s | %.2f | +-%.0f %% | +-%.0f %% |" % (name, median(one) / median(two), spread(one), spread(two)))
     if overhead:
         print("ONNX Runtime's binding: %.4f ms a run (a one-element Identity graph, median), included in its times"
               % median(overhead))
