@@ -97,7 +97,7 @@ static void forward(model *md, const float *q, const float *k, const float *v, f
 }
 
 int main(int argc, char **argv) {
-    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start, diff;
+    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[2000], t0, start, diff;
     const shape_row *r = shape_named(argc > 2 ? argv[2] : NULL);
     size_t runs = 0;
     model md;
@@ -133,12 +133,12 @@ int main(int argc, char **argv) {
         diff = peer_check("blas_mha", r, w, q, k, v, out);
     }
     start = now();
-    while (runs < 200 && (runs < 3 || now() - start < budget)) {
+    while (runs < 2000 && (runs < 3 || now() - start < budget)) {
         t0 = now();
         forward(&md, q, k, v, out);
         times[runs++] = now() - t0;
     }
     qsort(times, runs, sizeof times[0], cmp_double);
-    printf("%s %.4f %.4f %.3g\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0], diff);
+    printf("%s %.5f %.5f %.3g\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0], diff);
     return 0;
 }

@@ -170,7 +170,7 @@ static void forward(const model *md) {
 }
 
 int main(int argc, char **argv) {
-    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[200], t0, start, diff;
+    double budget = argc > 1 ? atof(argv[1]) : 1.0, times[2000], t0, start, diff;
     const shape_row *r = NULL;
     size_t s, runs = 0;
     model md;
@@ -206,12 +206,12 @@ int main(int argc, char **argv) {
         diff = peer_check("dnnl_mha", r, w, md.q, md.k, md.v, md.out);
     }
     start = now();
-    while (runs < 200 && (runs < 3 || now() - start < budget)) {
+    while (runs < 2000 && (runs < 3 || now() - start < budget)) {
         t0 = now();
         forward(&md);
         times[runs++] = now() - t0;
     }
     qsort(times, runs, sizeof times[0], cmp_double);
-    printf("%s %.4f %.4f %.3g\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0], diff);
+    printf("%s %.5f %.5f %.3g\n", r->name, 1e3 * times[runs / 2], 1e3 * times[0], diff);
     return 0;
 }

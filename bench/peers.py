@@ -194,8 +194,8 @@ def main():
             cells = []
             for peer in peers:
                 x = median(times[t][name][peer]) if times[t][name][peer] else None
-                cells.append(("%.3f" % x, "%.2f" % (x / ours)) if x else ("-", "-"))
-            print("| %s | %.3f | %s | %s |" % (name, ours, " | ".join(c[0] for c in cells),
+                cells.append(("%.4f" % x, "%.2f" % (x / ours)) if x else ("-", "-"))
+            print("| %s | %.4f | %s | %s |" % (name, ours, " | ".join(c[0] for c in cells),
                                                " | ".join(c[1] for c in cells)), flush=True)
         print()
     print("mha.h on two threads: speed-up over one thread, and the spread of the rounds' times (the largest "
