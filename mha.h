@@ -2404,17 +2404,21 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             size_t lda = g->lda;
             mha__kern kr_kern = kern, kr_kern1 = kern1;
             rh = g->rows - r0 < MHA__MR ? g->rows - r0 : MHA__MR;
-            kr = rh == MHA__MR || g->bf || g->rows1 ? MHA__MR : rh <= MHA__MR4 ? MHA__MR4 : rh <= MHA__MR8 ? MHA__MR8 : MHA__MR;
+            kr = MHA__MR; /* the kernel's rows */
 #if MHA__MR4 < MHA__MR /* the last rows, 4 or fewer (8 or fewer), with the smaller kernels */
-            if (kr == MHA__MR4) {
-                kr_kern = mha__kernel_4;
-                kr_kern1 = mha__kernel1_4;
-            }
-#endif
+            if (rh < MHA__MR && !g->bf && !g->rows1) {
+                if (rh <= MHA__MR4) {
+                    kr = MHA__MR4;
+                    kr_kern = mha__kernel_4;
+                    kr_kern1 = mha__kernel1_4;
+                }
 #if MHA__MR8 < MHA__MR
-            if (kr == MHA__MR8) {
-                kr_kern = mha__kernel_8;
-                kr_kern1 = mha__kernel1_8;
+                else if (rh <= MHA__MR8) {
+                    kr = MHA__MR8;
+                    kr_kern = mha__kernel_8;
+                    kr_kern1 = mha__kernel1_8;
+                }
+#endif
             }
 #endif
 #if MHA__BFDP
@@ -2613,9 +2617,9 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     f->mr = MHA__UP(c->m, MHA__NR);
     /* as many tiles as QR rows take, made even (but 1), of equal rows (a multiple of 4, or of MR:
        MHA__MR4), so that tasks balance on two threads; n = 0: no tile, qr > 0 */
-    f->tiles = (c->n + MHA__QR - 1) / MHA__QR;
+    f->tiles = c->n ? 1 + (c->n - 1) / MHA__QR : 1;
     f->tiles += f->tiles > 1 && f->tiles % 2;
-    f->qr = MHA__UP((c->n + f->tiles - 1) / (f->tiles + (c->n == 0)) + (c->n == 0), MHA__MR4);
+    f->qr = MHA__UP((c->n + f->tiles - 1) / f->tiles + (c->n == 0), MHA__MR4);
     f->tiles = (c->n + f->qr - 1) / f->qr;
     f->items = mha__mul(c->grp, f->tiles);
     f->tasks = f->items < MHA__SLOTS ? f->items : MHA__SLOTS;
@@ -2632,7 +2636,7 @@ MHA__PRIVATE size_t mha__fast_layout(mha__fast *f, const mha__ctx *c, float *ws)
     sz[6] = mha__mul(c->grp, mha__mul(c->pa, f->mr));
     sz[7] = mha__mul(c->grp, mha__mul(MHA__UP(c->pa, MHA__NR), c->pq));
     sz[8] = mha__mul(f->tasks, f->slot_floats);
-    sz[9] = 3 * MHA__MR * MHA__KC;
+    sz[9] = (size_t)3 * MHA__MR * MHA__KC;
     sz[10] = mha__mul(mha__add(c->m, c->n), MHA__ROPE(c));
     ptr[0] = &f->pw; ptr[1] = &f->qp; ptr[2] = &f->cat; ptr[3] = &f->kp; ptr[4] = &f->kt;
     ptr[5] = &f->vt; ptr[6] = &f->akt; ptr[7] = &f->paq; ptr[8] = &f->slot; ptr[9] = &f->tail; ptr[10] = &f->rcs;
@@ -2792,7 +2796,7 @@ MHA__PRIVATE void mha__fast_q(const mha__fast *f, size_t tile) {
                                     f->wq + l * f->per_i, f->qp + t0 * gq + l * c->pq, gq);
         i = f->g * c->grp + l;
         ga.bias = c->w->b_q ? c->w->b_q + i * c->pq : NULL;
-        ga.tail = f->tail + 2 * MHA__MR * MHA__KC; /* the last tile's */
+        ga.tail = f->tail + (size_t)2 * MHA__MR * MHA__KC; /* the last tile's */
         ga.bf = MHA__BF(c);
         mha__gemm(&ga);
     }
