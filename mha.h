@@ -2159,25 +2159,22 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel1(size_t k, const float *a, size_t ld
    in place of MR rows with padding; each row's sums are those of the MR-row
    kernel. With its operands in L1 the 4-row kernel runs at about 70 % of
    the 12-row one's rate, so it only takes 4 rows or fewer. */
+#define MHA__KERNELS_FOR(kern, kern1, EACH)                                                              \
+    MHA__PRIVATE MHA__NOINLINE void kern(size_t k, const float *a, size_t lda, const float *b, size_t ldb,   \
+                                         float *c, size_t ldc, int acc, const float *bias)                  \
+        MHA__KERNEL_BODY(EACH)                                                                           \
+    MHA__PRIVATE MHA__NOINLINE void kern1(size_t k, const float *a, size_t lda, const float *b, size_t ldb,  \
+                                          float *c, size_t ldc, int acc, const float *bias)                 \
+        MHA__KERNEL1_BODY(EACH)
 #if MHA__MR == 8 || MHA__MR == 12
 #define MHA__MR4 4
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_4(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                                              float *c, size_t ldc, int acc, const float *bias)
-    MHA__KERNEL_BODY(MHA__ROWS4)
-MHA__PRIVATE MHA__NOINLINE void mha__kernel1_4(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                                               float *c, size_t ldc, int acc, const float *bias)
-    MHA__KERNEL1_BODY(MHA__ROWS4)
+MHA__KERNELS_FOR(mha__kernel_4, mha__kernel1_4, MHA__ROWS4)
 #else
 #define MHA__MR4 MHA__MR /* no smaller kernel */
 #endif
 #if MHA__MR == 12
 #define MHA__MR8 8
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_8(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                                              float *c, size_t ldc, int acc, const float *bias)
-    MHA__KERNEL_BODY(MHA__ROWS8)
-MHA__PRIVATE MHA__NOINLINE void mha__kernel1_8(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                                               float *c, size_t ldc, int acc, const float *bias)
-    MHA__KERNEL1_BODY(MHA__ROWS8)
+MHA__KERNELS_FOR(mha__kernel_8, mha__kernel1_8, MHA__ROWS8)
 #else
 #define MHA__MR8 MHA__MR
 #endif

@@ -150,6 +150,15 @@ static void baseline_step(baseline *bl, const dshape *r, const mha_weights *w, i
     }
 }
 
+/* The layer of a decode shape (one d, p_o = d) and its weight counts. */
+static void shape_and_counts(const dshape *r, mha_shape *sh, mha_weight_counts *c) {
+    sh->heads = r->heads;
+    sh->kv_heads = r->kv;
+    sh->d_q = sh->d_k = sh->d_v = sh->p_o = r->d;
+    sh->p_q = sh->p_k = sh->p_v = r->p;
+    if (mha_weight_counts_get(sh, c) != MHA_OK) exit(1);
+}
+
 /* ---- 16-bit weights and caches -------------------------------------------------
    The step of shape r on one thread three ways, side by side in one loop
    (each round times the three in turn): float weights (packed) and a float
@@ -170,11 +179,7 @@ static void bench16(const dshape *r, double budget, double bw1) {
     uint16_t *wh[2][4], *ch[2];
     double times[3][200], ms[3], diff[3] = {0.0, 0.0, 0.0}, start;
     void *ws, *pack;
-    sh.heads = r->heads;
-    sh.kv_heads = r->kv;
-    sh.d_q = sh.d_k = sh.d_v = sh.p_o = r->d;
-    sh.p_q = sh.p_k = sh.p_v = r->p;
-    if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
+    shape_and_counts(r, &sh, &c);
     counts[0] = c.w_q; counts[1] = c.w_k; counts[2] = c.w_v; counts[3] = c.w_o;
     bias[0] = filled(c.b_q, 0.1f); bias[1] = filled(c.b_k, 0.1f); bias[2] = filled(c.b_v, 0.1f); bias[3] = filled(c.b_o, 0.1f);
     kf = filled(2 * kvp * cap, 1.0f);
@@ -264,11 +269,7 @@ static void bench_step(const dshape *r, size_t s, size_t count, double budget, d
     double ms[3], mn[3], times[200], t0, start, diff = 0.0;
     float *x, *out, *out_bl, *kf;
     void *ws, *pack;
-    sh.heads = r->heads;
-    sh.kv_heads = r->kv;
-    sh.d_q = sh.d_k = sh.d_v = sh.p_o = r->d;
-    sh.p_q = sh.p_k = sh.p_v = r->p;
-    if (mha_weight_counts_get(&sh, &c) != MHA_OK) exit(1);
+    shape_and_counts(r, &sh, &c);
     w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->d)); w.b_q = filled(c.b_q, 0.1f);
     w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->d)); w.b_k = filled(c.b_k, 0.1f);
     w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->d)); w.b_v = filled(c.b_v, 0.1f);
