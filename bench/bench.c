@@ -15,11 +15,11 @@
    mha_pack_weights (as a model would at load time); inputs are uniform in
    [-1, 1]. Progress goes to stderr.
 
-       bench [SECONDS_PER_SHAPE [SHAPE [unpacked | fast | once]]]
+       bench [SECONDS_PER_SHAPE [SHAPE [unpacked | fast | two | backward | once]]]
            default 1.0 s, every shape ("all"); each timing runs at least 3
            times. "unpacked": no mha_pack_weights. "fast": the one-thread
-           fast path only, "two": the two-thread one only (bench/peers.py). "backward": the backward table's
-           row alone (bench/peers.py). "once": one call of mha_forward
+           fast path only, "two": the two-thread one only (bench/peers.py).
+           "backward": the backward table's row alone (bench/peers.py). "once": one call of mha_forward
            per shape and nothing else (no peak, no timing), for instruction
            counts under valgrind --tool=callgrind.
 */
