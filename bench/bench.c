@@ -109,17 +109,6 @@ static double peak_bf16(void) {
 }
 #endif
 
-/* The shape of a row of SHAPES. */
-static mha_shape shape_of(const shape_row *r) {
-    mha_shape sh = {0};
-    sh.heads = r->heads; sh.kv_heads = r->kv;
-    sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
-    sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
-    sh.score = r->pa > 0 ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
-    sh.p_a = r->pa;
-    return sh;
-}
-
 /* Float weights for a row of SHAPES (counts c): uniform in +-sqrt(3 / fan_in),
    biases in +-0.1, drawn in this order; free them with free_weights. */
 static mha_weights weights_of(const shape_row *r, const mha_weight_counts *c) {

@@ -101,21 +101,16 @@ int main(int argc, char **argv) {
     const shape_row *r = shape_named(argc > 2 ? argv[2] : NULL);
     size_t runs = 0;
     model md;
-    float *q, *k, *v, *out;
+    float *q, *k, *v, *out, *w[11];
     rng = 777u;
     if (!r) {
         fprintf(stderr, "usage: blas_mha SECONDS SHAPE (a shape of bench/shapes.h)\n");
         return 2;
     }
     md.r = r;
-    md.wq = filled((size_t)r->heads * r->pq * r->dq, sqrtf(3.0f / (float)r->dq)); md.bq = filled((size_t)r->heads * r->pq, 0.1f);
-    md.wk = filled((size_t)r->kv * r->pq * r->dk, sqrtf(3.0f / (float)r->dk)); md.bk = filled((size_t)r->kv * r->pq, 0.1f);
-    md.wv = filled((size_t)r->kv * r->pv * r->dv, sqrtf(3.0f / (float)r->dv)); md.bv = filled((size_t)r->kv * r->pv, 0.1f);
-    md.wo = filled((size_t)r->po * r->heads * r->pv, sqrtf(3.0f / (float)(r->heads * r->pv)));
-    md.bo = filled((size_t)r->po, 0.1f);
-    md.aq = filled((size_t)r->heads * r->pa * r->pq, sqrtf(3.0f / (float)r->pq));
-    md.ak = filled((size_t)r->heads * r->pa * r->pq, sqrtf(3.0f / (float)r->pq));
-    md.av = filled((size_t)r->heads * r->pa, r->pa > 0 ? sqrtf(3.0f / (float)r->pa) : 0.0f);
+    peer_weights(r, w);
+    md.wq = w[0]; md.bq = w[1]; md.wk = w[2]; md.bk = w[3]; md.wv = w[4]; md.bv = w[5]; md.wo = w[6]; md.bo = w[7];
+    md.aq = w[8]; md.ak = w[9]; md.av = w[10];
     md.qp = filled((size_t)r->n * r->heads * r->pq, 0.0f);
     md.kp = filled((size_t)r->m * r->kv * r->pq, 0.0f);
     md.vp = filled((size_t)r->m * r->kv * r->pv, 0.0f);
@@ -128,10 +123,7 @@ int main(int argc, char **argv) {
     v = filled((size_t)r->m * r->dv, 1.0f);
     out = filled((size_t)r->n * r->po, 0.0f);
     forward(&md, q, k, v, out);
-    {
-        const float *w[11] = {md.wq, md.bq, md.wk, md.bk, md.wv, md.bv, md.wo, md.bo, md.aq, md.ak, md.av};
-        diff = peer_check("blas_mha", r, w, q, k, v, out);
-    }
+    diff = peer_check("blas_mha", r, (const float *const *)w, q, k, v, out);
     start = now();
     while (runs < 2000 && (runs < 3 || now() - start < budget)) {
         t0 = now();

@@ -171,25 +171,21 @@ static void forward(const model *md) {
 
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, times[2000], t0, start, diff;
-    const shape_row *r = NULL;
-    size_t s, runs = 0;
+    const shape_row *r = shape_named(argc > 2 ? argv[2] : NULL);
+    size_t runs = 0;
     model md;
+    float *w[11];
     rng = 777u; /* the data of bench/blas_mha.c */
-    for (s = 0; argc > 2 && s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
-        if (strcmp(SHAPES[s].name, argv[2]) == 0) r = &SHAPES[s];
     if (!r || r->pa > 0) {
-        fprintf(stderr, "usage: dnnl_mha SECONDS SHAPE (T, M, B, G, Q or L; no additive scoring)\n");
+        fprintf(stderr, "usage: dnnl_mha SECONDS SHAPE (a shape of bench/shapes.h without additive scoring)\n");
         return 2;
     }
     CHECK_DNNL(dnnl_engine_create(&eng, dnnl_cpu, 0));
     CHECK_DNNL(dnnl_stream_create(&strm, eng, dnnl_stream_default_flags));
     memset(&md, 0, sizeof md);
     md.r = r;
-    md.wq = filled((size_t)r->heads * r->pq * r->dq, sqrtf(3.0f / (float)r->dq)); md.bq = filled((size_t)r->heads * r->pq, 0.1f);
-    md.wk = filled((size_t)r->kv * r->pq * r->dk, sqrtf(3.0f / (float)r->dk)); md.bk = filled((size_t)r->kv * r->pq, 0.1f);
-    md.wv = filled((size_t)r->kv * r->pv * r->dv, sqrtf(3.0f / (float)r->dv)); md.bv = filled((size_t)r->kv * r->pv, 0.1f);
-    md.wo = filled((size_t)r->po * r->heads * r->pv, sqrtf(3.0f / (float)(r->heads * r->pv)));
-    md.bo = filled((size_t)r->po, 0.1f);
+    peer_weights(r, w); /* (no additive scoring: the last three are empty) */
+    md.wq = w[0]; md.bq = w[1]; md.wk = w[2]; md.bk = w[3]; md.wv = w[4]; md.bv = w[5]; md.wo = w[6]; md.bo = w[7];
     md.q = filled((size_t)r->n * r->dq, 1.0f);
     md.k = filled((size_t)r->m * r->dk, 1.0f);
     md.v = filled((size_t)r->m * r->dv, 1.0f);
@@ -201,10 +197,7 @@ int main(int argc, char **argv) {
     md.out = filled((size_t)r->n * r->po, 0.0f);
     model_make(&md);
     forward(&md);
-    {
-        const float *w[11] = {md.wq, md.bq, md.wk, md.bk, md.wv, md.bv, md.wo, md.bo, NULL, NULL, NULL};
-        diff = peer_check("dnnl_mha", r, w, md.q, md.k, md.v, md.out);
-    }
+    diff = peer_check("dnnl_mha", r, (const float *const *)w, md.q, md.k, md.v, md.out);
     start = now();
     while (runs < 2000 && (runs < 3 || now() - start < budget)) {
         t0 = now();

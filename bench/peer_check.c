@@ -10,16 +10,11 @@
 
 void peer_reference(const shape_row *r, const float *const w[11], const float *q, const float *k, const float *v,
                     float *out) {
-    mha_shape s;
+    mha_shape s = shape_of(r);
     mha_weights mw;
     size_t bytes;
     void *ws;
-    memset(&s, 0, sizeof s);
     memset(&mw, 0, sizeof mw);
-    s.heads = r->heads; s.kv_heads = r->kv; s.d_q = r->dq; s.d_k = r->dk; s.d_v = r->dv;
-    s.p_q = s.p_k = r->pq; s.p_v = r->pv; s.p_o = r->po;
-    s.score = r->pa > 0 ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
-    s.p_a = r->pa;
     mw.w_q = w[0]; mw.b_q = w[1]; mw.w_k = w[2]; mw.b_k = w[3]; mw.w_v = w[4]; mw.b_v = w[5];
     mw.w_o = w[6]; mw.b_o = w[7];
     if (r->pa > 0) {

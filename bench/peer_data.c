@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     const shape_row *r = shape_named(argc > 2 ? argv[1] : NULL);
     size_t i;
     int32_t head[10];
-    float *arr[12];
+    float *arr[12], *w[11];
     size_t cnt[12];
     FILE *f;
     rng = 777u; /* the data of bench/blas_mha.c and bench/dnnl_mha.c */
@@ -40,16 +40,11 @@ int main(int argc, char **argv) {
     cnt[6] = (size_t)r->po * r->heads * r->pv; cnt[7] = (size_t)r->po;
     cnt[8] = (size_t)r->n * r->dq; cnt[9] = (size_t)r->m * r->dk; cnt[10] = (size_t)r->m * r->dv;
     cnt[11] = (size_t)r->n * r->po;
-    arr[0] = filled(cnt[0], sqrtf(3.0f / (float)r->dq)); arr[1] = filled(cnt[1], 0.1f);
-    arr[2] = filled(cnt[2], sqrtf(3.0f / (float)r->dk)); arr[3] = filled(cnt[3], 0.1f);
-    arr[4] = filled(cnt[4], sqrtf(3.0f / (float)r->dv)); arr[5] = filled(cnt[5], 0.1f);
-    arr[6] = filled(cnt[6], sqrtf(3.0f / (float)(r->heads * r->pv))); arr[7] = filled(cnt[7], 0.1f);
+    peer_weights(r, w); /* (no additive scoring: the last three are empty) */
+    for (i = 0; i < 8; ++i) arr[i] = w[i];
     arr[8] = filled(cnt[8], 1.0f); arr[9] = filled(cnt[9], 1.0f); arr[10] = filled(cnt[10], 1.0f);
     arr[11] = filled(cnt[11], 0.0f);
-    {
-        const float *w[11] = {arr[0], arr[1], arr[2], arr[3], arr[4], arr[5], arr[6], arr[7], NULL, NULL, NULL};
-        peer_reference(r, w, arr[8], arr[9], arr[10], arr[11]);
-    }
+    peer_reference(r, (const float *const *)w, arr[8], arr[9], arr[10], arr[11]);
     head[0] = r->n; head[1] = r->m; head[2] = r->dq; head[3] = r->dk; head[4] = r->dv; head[5] = r->heads;
     head[6] = r->kv; head[7] = r->pq; head[8] = r->pv; head[9] = r->po;
     f = fopen(argv[2], "wb");

@@ -21,6 +21,19 @@ static const shape_row SHAPES[] = {
     {"N", 1, 4096, 2048, 2048, 2048, 16, 16, 128, 128, 2048, 0}, /* one query, a long context: the projections */
 };
 
+#ifdef MHA_H_INCLUDED /* included after mha.h */
+/* The layer of a row. */
+static inline mha_shape shape_of(const shape_row *r) {
+    mha_shape sh = {0};
+    sh.heads = r->heads; sh.kv_heads = r->kv;
+    sh.d_q = r->dq; sh.d_k = r->dk; sh.d_v = r->dv;
+    sh.p_q = sh.p_k = r->pq; sh.p_v = r->pv; sh.p_o = r->po;
+    sh.score = r->pa > 0 ? MHA_SCORE_ADDITIVE : MHA_SCORE_DOT;
+    sh.p_a = r->pa;
+    return sh;
+}
+#endif
+
 /* The row named `name`, or NULL. */
 static inline const shape_row *shape_named(const char *name) {
     size_t s;
