@@ -2803,12 +2803,13 @@ MHA__PRIVATE void mha__fast_q(const mha__fast *f, size_t tile) {
 #endif
 }
 
-/* Step 1's first part, one parallel-for: tasks 0 .. 2 kv blocks - 1 the
-   keys' and values' (mha__fast_kv), then a task per tile of query rows
+/* Step 1's first part, one parallel-for: tasks 0 .. MHA__KV_TASKS(c) - 1
+   the keys' and values' (mha__fast_kv), then a task per tile of query rows
    (mha__fast_q; none for mha_attend). */
+#define MHA__KV_TASKS(c) (2 * (((c)->m + MHA__KVB - 1) / MHA__KVB)) /* K and V of each block of KVB keys */
 MHA__PRIVATE void mha__fast_kvq(void *arg, int32_t task) {
     const mha__fast *f = (const mha__fast *)arg;
-    const size_t kvt = 2 * ((f->c->m + MHA__KVB - 1) / MHA__KVB);
+    const size_t kvt = MHA__KV_TASKS(f->c);
     if ((size_t)task < kvt)
         mha__fast_kv(f, (size_t)task);
     else
@@ -3190,7 +3191,7 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
     }
     for (k = 0; k < f->pvr / MHA__NR; ++k) /* V's padding rows m .. mr-1 */
         for (j = c->m * MHA__NR; j < f->mr * MHA__NR; ++j) f->vt[k * f->mr * MHA__NR + j] = 0.0f;
-    mha__par(c, mha__fast_kvq, f, 2 * ((c->m + MHA__KVB - 1) / MHA__KVB) + (c->head != MHA__CORE ? f->tiles : 0));
+    mha__par(c, mha__fast_kvq, f, MHA__KV_TASKS(c) + (c->head != MHA__CORE ? f->tiles : 0));
     { /* inf * 0 and NaN * 0 are NaN: one test at the end; and the largest |v| */
         mha__v z = mha__vset(0.0f), acc = z, big = z, x;
         for (j = 0; j < f->mr * f->pvr; j += MHA__VL) {
