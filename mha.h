@@ -2976,6 +2976,51 @@ MHA__PRIVATE void mha__fast_additive(const mha__fast *f, size_t l, const float *
         }
 }
 
+/* One tile of step 2 (mha__fast_tile): head i = g grp + gi, rows t0 ..
+   t0+rv-1 of batch entry b (row0 the first's row in the batch), the keys
+   each row may see (hi), the queries qt and, additive, aq. */
+typedef struct mha__tile {
+    size_t gi, i, t0, rv, row0;
+    const size_t *hi;
+    const float *qt, *aq;
+    float scale, slope;
+} mha__tile;
+
+/* st [QR][KB] = the scores of keys j0 .. j0+cl-1 under the rules (cp: cl
+   rounded up to VL; -inf past a row's visible keys, 0 on padding rows). */
+MHA__PRIVATE void mha__fast_scores(const mha__fast *f, const mha__tile *t, size_t j0, size_t cl, float *st) {
+    const mha__ctx *c = f->c;
+    const mha_mask *mask = c->mask;
+    const size_t KB = MHA__KB, m = c->m, cp = MHA__UP(cl, MHA__VL);
+    int64_t d0 = 0;
+    size_t r, j;
+    mha__gemm_args ga;
+    if (MHA__ADDITIVE(c)) {
+        mha__fast_additive(f, t->gi, t->aq, t->rv, j0, cp, st);
+    } else { /* st = q . k, keys j0.. */
+        ga = mha__mm(f->qr, cl, c->pk, t->qt, c->pq, f->kt + j0 * c->pk, st, KB);
+        ga.bf = f->vb != NULL;
+        mha__gemm(&ga);
+    }
+    for (r = 0; r < f->qr; ++r) {
+        float *x = st + r * KB;
+        const size_t vis = t->hi[r] <= j0 ? 0 : t->hi[r] - j0 < cl ? t->hi[r] - j0 : cl;
+        const uint8_t *keep = mask && mask->keep ? mask->keep + (t->row0 + r) * m + j0 : NULL;
+        const float *bias = mask && mask->bias ? mask->bias + (t->row0 + r) * m + j0 : NULL;
+        if (r >= t->rv) { /* a padding row: weight 0 */
+            for (j = 0; j < cl; ++j) x[j] = 0.0f;
+            continue;
+        }
+#if !MHA_NO_EXTRAS
+        if (MHA__EXTRAS(c)) {
+            const int64_t qpos = MHA__QPOS(c, t->t0 + r);
+            d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
+        }
+#endif
+        mha__fast_rules(c, x, vis, cp, keep, bias, t->scale, t->slope, d0);
+    }
+}
+
 /* Item `item` of step 2: head i = g grp + gi with gi = item / tiles, tile
    item % tiles (rows t0 .. t0+QR-1 of batch entry b), in scratch slot s:
    the tile's queries qt [QR][p_q], a block of scores or weights st
@@ -2986,11 +3031,12 @@ MHA__PRIVATE void mha__fast_additive(const mha__fast *f, size_t l, const float *
    When V has a value that is not finite, a first pass over the key blocks
    finds each row's max, so that the weights are e^(s - max) of the final
    max, as the reference computes them: a later block's larger max can then
-   never rescale a NaN that a weight of 0 would have dropped. */
+   never rescale a NaN that a weight of 0 would have dropped.
+   attn, when asked for, is a pass of its own after the output's, from the
+   final statistics: the output does not change by a bit. */
 MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
-    const mha_mask *mask = c->mask;
     const int core = c->head == MHA__CORE;
     const size_t gi = item / f->tiles, i = f->g * c->grp + gi, R = f->qr, KB = MHA__KB, m = c->m, pvr = f->pvr;
     const size_t t0 = item % f->tiles * R, rv = c->n - t0 < R ? c->n - t0 : R, row0 = f->b * c->n + t0;
@@ -2999,20 +3045,31 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     float *ho = core ? c->out + row0 * hs + i * c->pv : f->cat + t0 * hs + gi * c->pv;
     float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *pt = ot + R * pvr, *oc = pt + R * pvr;
     float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
-    const float scale = MHA__ADDITIVE(c) ? 1.0f : c->scale, vscale = f->vscale;
+    const float vscale = f->vscale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
 #if MHA_NO_EXTRAS
-    const float slope = 0.0f;
 #define MHA__TILE_SINK(r) ninf
 #else
-    const float slope = MHA__SLOPE(c, i);
-    const int extras = MHA__EXTRAS(c);
-#define MHA__TILE_SINK(r) mha__row_sink(c, i, slope, MHA__QPOS(c, t0 + (r)))
+#define MHA__TILE_SINK(r) mha__row_sink(c, i, t.slope, MHA__QPOS(c, t0 + (r)))
 #endif
-    int64_t d0 = 0;
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
     mha__gemm_args ga;
+    mha__tile t;
+    t.gi = gi;
+    t.i = i;
+    t.t0 = t0;
+    t.rv = rv;
+    t.row0 = row0;
+    t.hi = hi;
+    t.qt = qt;
+    t.aq = aq;
+    t.scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
+#if MHA_NO_EXTRAS
+    t.slope = 0.0f;
+#else
+    t.slope = MHA__SLOPE(c, i);
+#endif
 
     /* qt = the tile's queries of head i, 0 past the last row (mha_attend with RoPE: rotated here) */
     for (r = 0; r < rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
@@ -3027,51 +3084,25 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     }
 
     for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r; a sink starts the max and sum */
-        hi[r] = r < rv ? mha__visible(mask, f->b, row0 + r, t0 + r, m) : 0;
+        hi[r] = r < rv ? mha__visible(c->mask, f->b, row0 + r, t0 + r, m) : 0;
         if (hi[r] > jend) jend = hi[r];
         mx[r] = MHA__TILE_SINK(r);
         lc[r] = 0.0f;
     }
-    if (attn) jend = m; /* every weight is written */
     for (j = 0; j < R * pvr; ++j) ot[j] = oc[j] = 0.0f;
 
-    /* pass 0 (only when V is not finite and attn is not asked for): the max of
-       each row; pass 1: the weights and the product with V */
-    for (pass = vscale == 0.0f && !attn ? 0 : 1; pass < 2; ++pass) {
+    /* pass 0 (only when V is not finite): the max of each row; pass 1: the
+       weights and the product with V */
+    for (pass = vscale == 0.0f ? 0 : 1; pass < 2; ++pass) {
         for (r = 0; r < R && pass == 1; ++r) /* the sink's share at the max so far (pass 0 found it) */
             l[r] = mha__weight(MHA__TILE_SINK(r), mx[r]);
         for (j0 = 0; j0 < jend; j0 += KB) {
             cl = jend - j0 < KB ? jend - j0 : KB;
             cp = MHA__UP(cl, MHA__VL);
-            if (MHA__ADDITIVE(c)) {
-                mha__fast_additive(f, gi, aq, rv, j0, cp, st);
-            } else { /* st = q . k, keys j0.. */
-                ga = mha__mm(R, cl, c->pk, qt, c->pq, f->kt + j0 * c->pk, st, KB);
-                ga.bf = f->vb != NULL;
-                mha__gemm(&ga);
-            }
-            for (r = 0; r < R; ++r) {
+            mha__fast_scores(f, &t, j0, cl, st);
+            for (r = 0; r < rv; ++r) {
                 float *x = st + r * KB, alpha, mnew;
-                size_t vis = hi[r] <= j0 ? 0 : hi[r] - j0 < cl ? hi[r] - j0 : cl;
-                const uint8_t *keep = mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL;
-                const float *bias = mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL;
-                if (r >= rv) { /* a padding row: weight 0 */
-                    for (j = 0; j < cl; ++j) x[j] = 0.0f;
-                    continue;
-                }
-#if !MHA_NO_EXTRAS
-                if (extras) {
-                    const int64_t qpos = MHA__QPOS(c, t0 + r);
-                    d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
-                }
-#endif
-                mha__fast_rules(c, x, vis, cp, keep, bias, scale, slope, d0);
                 if (pass == 0) {
-                    mx[r] = mha__max(x, cl, mx[r]);
-                    continue;
-                }
-                if (attn) {
-                    for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
                     mx[r] = mha__max(x, cl, mx[r]);
                     continue;
                 }
@@ -3090,43 +3121,29 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                 l[r] = mha__add_comp(l[r], mha__softmax(x, cp, mnew), lc + r); /* l += the block's sum */
                 mx[r] = mnew;
             }
-            if (pass == 1 && !attn) mha__fast_pv(f, st, cl, j0, ot, pt, oc);
+            if (pass == 1) mha__fast_pv(f, st, cl, j0, ot, pt, oc);
         }
     }
 
-    if (attn) { /* the weights, as the reference computes them, then weights x values */
-        float buf[MHA__KB];
-        for (r = 0; r < rv; ++r) {
-            float *x = attn + r * m, sum = 0.0f;
-            for (j0 = 0; j0 < m; j0 += KB) {
-                cl = m - j0 < KB ? m - j0 : KB;
-                for (j = 0; j < MHA__UP(cl, MHA__VL); ++j) buf[j] = j < cl ? x[j0 + j] : ninf;
-                sum += mha__softmax(buf, MHA__UP(cl, MHA__VL), mx[r]);
-                for (j = 0; j < cl; ++j) x[j0 + j] = buf[j];
-            }
-            sum += mha__weight(MHA__TILE_SINK(r), mx[r]); /* 0 without a sink */
-            l[r] = sum; /* (the saved statistics) */
-            if (sum == 0.0f) sum = 1.0f; /* every key masked */
-            for (j = 0; j < m; ++j) x[j] /= sum;
-        }
-        for (j0 = 0; j0 < m; j0 += KB) {
-            cl = m - j0 < KB ? m - j0 : KB;
-            for (r = 0; r < R; ++r)
-                for (j = 0; j < cl; ++j) st[r * KB + j] = r < rv ? attn[r * m + j0 + j] : 0.0f;
-            mha__fast_pv(f, st, cl, j0, ot, pt, oc);
-        }
-        if (vscale > 1.0f)
-            for (r = 0; r < rv; ++r) mha__vscale(ot + r * pvr, pvr, vscale);
-    } else {
-        for (r = 0; r < rv; ++r) /* divide once (and undo V's scale); a row with every key masked is 0, and so
-                                    is one with no key at all (m = 0) whatever its sink, NaN included */
-            mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f || m == 0 ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
-    }
+    for (r = 0; r < rv; ++r) /* divide once (and undo V's scale); a row with every key masked is 0, and so
+                                is one with no key at all (m = 0) whatever its sink, NaN included */
+        mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f || m == 0 ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
     for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
+    for (j0 = 0; attn && j0 < m; j0 += KB) { /* attn: e^(s - max) / sum, every key, from the final statistics */
+        cl = m - j0 < KB ? m - j0 : KB;
+        cp = MHA__UP(cl, MHA__VL);
+        mha__fast_scores(f, &t, j0, cl, st);
+        for (r = 0; r < rv; ++r) {
+            float *x = st + r * KB;
+            mha__softmax(x, cp, mx[r]);
+            mha__vscale(x, cp, l[r] == 0.0f ? 0.0f : 1.0f / l[r]); /* every key masked: 0 */
+            for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
+        }
+    }
 #if !MHA_NO_EXTRAS
     for (r = 0; r < rv && c->lse; ++r) { /* mha_forward_lse: each row's log-sum-exp */
         const float ls[2] = {mx[r], l[r]};
-        mha__lse_put(c->lse + (f->b * c->h + i) * c->n + t0 + r, ls, MHA__LSE_SHIFT(c, slope, t0 + r));
+        mha__lse_put(c->lse + (f->b * c->h + i) * c->n + t0 + r, ls, MHA__LSE_SHIFT(c, t.slope, t0 + r));
     }
 #endif
 }

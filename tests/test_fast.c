@@ -137,6 +137,15 @@ static int one_problem(stats *st, int index) {
     allow = TOL * (1.0f + tu_max_abs(ref_out, n_out));
     ea = want_attn ? tu_max_diff(fast_attn, ref_attn, n_attn) : 0.0f;
     ok = a == MHA_OK && b == MHA_OK && err <= allow && ea <= TOL * 2.0f;
+    { /* asking for attn (or not) changes no bit of out */
+        float *other = (float *)calloc(n_out + 1, sizeof(float));
+        const mha_status c = mha_forward(&s, &p.w, p.batch, p.n, p.m, p.q, p.k, p.v, &mask, other,
+                                         want_attn ? NULL : fast_attn, p.ws, p.ws_bytes);
+        const int same = c == MHA_OK && memcmp(other, fast_out, n_out * sizeof(float)) == 0;
+        CHECK(same, "random problem %d: out bit for bit the same with and without attn", index);
+        ok &= same;
+        free(other);
+    }
     CHECK(ok, "random problem %d agrees with the reference", index);
     if (!ok)
         printf("problem %d: h %d kv %d d %d/%d/%d p %d/%d/%d/%d pa %d batch %d n %d m %d masks %d attn %d extras %d: "
