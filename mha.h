@@ -296,7 +296,8 @@ MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch
 /* mha_forward (fast or reference, as it runs), also writing the statistics
    that training keeps: lse [batch][heads][n], each row's log-sum-exp
    ln(sum_j e^(s_j) + e^(sink)) over its visible scores s_j (after the
-   scale, masks, bias and knobs), -inf for a row that sees no key. mha_backward
+   scale, masks, bias and knobs). A row that sees no key saves -inf without
+   sinks and the sink's logit with one (ln e^(sink)). mha_backward
    takes them (README, "Training"). Same workspace as mha_forward; lse NULL
    is mha_forward. Returns as mha_forward; under MHA_NO_EXTRAS, which leaves
    the statistics out, MHA_ERR_SHAPE for a non-NULL lse (nothing written). */
@@ -461,7 +462,11 @@ MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, 
    reference path). For mha_forward's inputs and the gradient of a loss with
    respect to its output, d_out [batch][n][p_o]:
      lse      NULL, or the statistics mha_forward_lse saved for these inputs
-              (they spare a pass where the keys are many; NULL: recomputed)
+              (they spare a pass where the keys are many; NULL: recomputed).
+              A finite value is taken as the row's (the caller's contract);
+              where a kv head's group has one that is not finite (-inf for a
+              row that sees no key, NaN, +inf) that group's statistics are
+              recomputed, as with lse NULL (the same bits)
      d_queries, d_keys, d_values  out (=), or NULL: the inputs' gradients
               [batch][n][d_q], [batch][m][d_k], [batch][m][d_v]; they must not
               overlap any input
@@ -4827,6 +4832,7 @@ typedef struct mha__bwf {
                                       and a vector more (no stride of 4 KiB: L1 sets); the batch entry,
                                       kv head, chunk */
     int pass;                      /* 0: one chunk; several: 1 statistics, 2 D, 3 the gradients */
+    int given;                     /* several chunks: the forward's lse stands for the max (every row's finite) */
     float *kt, *kn, *vt, *vn;      /* K_c^T [p_k][mc], K_c [mc][p_k], V_c^T, V_c: B panels */
     float *kc, *vc, *dkc, *dvc;    /* K_c [mc][p_k], V_c [mc][p_v]; dK_c^T [p_k][mc], dV_c^T [p_v][mc] */
     float *gwo;                    /* [p_v][p_o]: gW_o^(i)^T of the chunk's blocks */
@@ -5029,7 +5035,7 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
             sum = mha__softmax(x, cp, mx) + mha__weight(sink, mx);
         } else if (f->pass == 2) { /* e^(s - mx), unnormalised; with the forward's statistics also their sum */
             sum = mha__softmax(x, cp, f->mx[at + r]);
-            if (B->lse) f->l[at + r] += sum;
+            if (f->given) f->l[at + r] += sum;
             continue;
         } else {
             mx = f->mx[at + r];
@@ -5077,7 +5083,19 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         float *x = f->ds + r * mcp;
         for (j = 0; j < cl; ++j) x[j] = p[j] == 0.0f ? 0.0f : c->scale * p[j] * (x[j] - D[r]);
     }
-    /* dV_c^T += dH^T P, dK_c^T += Q^T dS (the narrow factors transposed), dQ = dS K_c */
+    /* dV_c^T += dH^T P, dK_c^T += Q^T dS (the narrow factors transposed), dQ = dS K_c. A row whose dH
+       is not finite adds its share of dV_c^T over the keys it sees (P != 0) itself and leaves the product,
+       where 0 x NaN would reach the keys it cannot see (dS is 0 there already) */
+    for (r = 0; r < rv; ++r) {
+        float *dh = f->dh + r * pv;
+        const float *p = f->s + r * mcp;
+        size_t a;
+        for (a = 0; a < pv && (mha__bits(dh[a]) & 0x7f800000u) != 0x7f800000u; ++a) {}
+        if (a == pv) continue;
+        for (j = 0; j < cl; ++j)
+            for (a = 0; p[j] != 0.0f && a < pv; ++a) f->dvc[a * mcp + j] += dh[a] * p[j];
+        mha__zero(dh, pv);
+    }
     mha__bwf_mm(f, pv, cl, rv, f->dh, pv, 1, f->s, MHA_F32, 0, mcp, 0, f->dvc, mcp, 1, NULL);
     mha__bwf_mm(f, c->pk, cl, rv, f->qp, pq, 1, f->ds, MHA_F32, 0, mcp, 0, f->dkc, mcp, 1, NULL);
     ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
@@ -5197,6 +5215,11 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha
                 mha__bwf_pass(f, 0);
                 continue;
             }
+            f->given = B->lse != NULL; /* a value that is not finite: this group's statistics as without lse */
+            for (l = 0; l < c->grp && f->given; ++l)
+                for (t = 0; t < c->n; ++t)
+                    f->given &= (mha__bits(B->lse[(b * c->h + f->g * c->grp + l) * c->n + t]) & 0x7f800000u) !=
+                                0x7f800000u;
             for (l = 0; l < c->grp; ++l) /* each row's max (or the forward's log-sum-exp), sum and D start */
                 for (t = 0; t < c->n; ++t) {
                     at = l * c->n + t;
@@ -5204,7 +5227,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha
                     sink = mha__row_sink(c, f->g * c->grp + l, MHA__SLOPE(c, f->g * c->grp + l), MHA__QPOS(c, t));
 #endif
                     f->mx[at] = sink;
-                    if (B->lse) {
+                    if (f->given) {
                         f->mx[at] = B->lse[(b * c->h + f->g * c->grp + l) * c->n + t];
 #if !MHA_NO_EXTRAS
                         f->mx[at] += MHA__LSE_SHIFT(c, MHA__SLOPE(c, f->g * c->grp + l), t);
@@ -5213,7 +5236,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha
                     f->l[at] = mha__weight(sink, f->mx[at]); /* the sink's term */
                     f->dd[at] = 0.0f;
                 }
-            if (!B->lse) mha__bwf_pass(f, 1); /* the max and sum */
+            if (!f->given) mha__bwf_pass(f, 1); /* the max and sum */
             mha__bwf_pass(f, 2);              /* D, from e^(s - max) (and with lse the sum) */
             for (at = 0; at < c->grp * c->n; ++at) f->dd[at] = f->l[at] == 0.0f ? 0.0f : f->dd[at] / f->l[at];
             mha__bwf_pass(f, 3);

@@ -479,6 +479,126 @@ static void check_16bit(void) {
 }
 #endif
 
+/* A NaN in d_out never crosses a mask: 1 head, d = p = 2, n = 2, m = 2 and
+   m = 1030 (several chunks on the fast path); d_out's row 0 NaN, row 0
+   seeing no key (valid lengths per query 0, m) or key 0 only (causal): the
+   gradients of every key row 0 cannot see are finite, and each gradient is
+   NaN on the fast path exactly where it is on the reference path. */
+static void check_nan_masked(void) {
+    mha_shape s = shape_of(1, 1, 2, 2, 2, 2, 2, 2, 0);
+    int mi, kind;
+    for (mi = 0; mi < 2; ++mi)
+        for (kind = 0; kind < 2; ++kind) {
+            const int32_t m = mi ? 1030 : 2;
+            fd_case fc;
+            int32_t lens[2] = {0, m};
+            size_t nk = (size_t)m * 2, bytes = mha_backward_workspace_size(&s, 1, 2, m), rbytes, k;
+            size_t rb = mha_backward_reference_workspace_size(&s, 1, 2, m);
+            float *dk[2], *dv[2], *dq[2];
+            void *ws;
+            int finite = 1, same = 1, v;
+            rbytes = rb > bytes ? rb : bytes;
+            ws = malloc(rbytes);
+            make_case(&fc, &s, 1, 2, m, 1);
+            fc.dout[0] = NAN;
+            if (kind) {
+                fc.mask.causal = 1;
+            } else {
+                fc.mask.valid_lens = lens;
+                fc.mask.valid_lens_per_query = 1;
+            }
+            for (v = 0; v < 2; ++v) {
+                dk[v] = tu_floats(nk, 0.0f);
+                dv[v] = tu_floats(nk, 0.0f);
+                dq[v] = tu_floats(4, 0.0f);
+            }
+            CHECK(mha_backward(&s, &fc.p.w, 1, 2, m, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, dq[0], dk[0],
+                               dv[0], NULL, ws, bytes) == MHA_OK &&
+                      mha_backward_reference(&s, &fc.p.w, 1, 2, m, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout,
+                                             dq[1], dk[1], dv[1], NULL, ws, rb) == MHA_OK,
+                  "NaN in d_out, m %d: calls", (int)m);
+            for (v = 0; v < 2; ++v) {
+                finite &= tu_all_finite(dk[v] + (kind ? 2 : 0), nk - (kind ? 2 : 0));
+                finite &= tu_all_finite(dv[v] + (kind ? 2 : 0), nk - (kind ? 2 : 0));
+            }
+            for (k = 0; k < nk; ++k) same &= isnan(dk[0][k]) == isnan(dk[1][k]) && isnan(dv[0][k]) == isnan(dv[1][k]);
+            for (k = 0; k < 4; ++k) same &= isnan(dq[0][k]) == isnan(dq[1][k]);
+            CHECK(finite, "NaN in d_out, m %d, row 0 %s: the keys it cannot see get finite gradients", (int)m,
+                  kind ? "sees key 0" : "sees nothing");
+            CHECK(same, "NaN in d_out, m %d, row 0 %s: NaN where the reference has NaN", (int)m,
+                  kind ? "sees key 0" : "sees nothing");
+            for (v = 0; v < 2; ++v) {
+                free(dk[v]); free(dv[v]); free(dq[v]);
+            }
+            free(ws);
+            tu_problem_free(&fc.p);
+        }
+}
+
+#if !MHA_NO_EXTRAS
+/* The lse of a row that sees no key: -inf without sinks, the sink's logit
+   with one (ln e^sink); given to mha_backward, -inf (as a caller may save
+   it for such a row) or any other value that is not finite gives the
+   gradients of lse NULL, bit for bit. 1 head, all sizes 1, m = 1100 (several
+   chunks on the fast path), n = 3, causal offset -1: row 0 sees nothing. */
+static void check_lse_empty_row(void) {
+    mha_shape s = shape_of(1, 1, 1, 1, 1, 1, 1, 1, 0);
+    const int32_t n = 3, m = 1100;
+    int sinks, v;
+    for (sinks = 0; sinks < 2; ++sinks) {
+        fd_case fc;
+        float lse[3], given[3], sink[1] = {0.5f}, *dk[4], gs[4], *out;
+        const float bad[4] = {0.0f, -INFINITY, NAN, INFINITY}; /* v 0: the forward's lse; 1-3: row 0's replaced */
+        mha_grads g[4];
+        size_t bytes = mha_backward_workspace_size(&s, 1, n, m), fb = mha_workspace_size(&s, 1, n, m);
+        void *ws = malloc(bytes > fb ? bytes : fb), *ws2 = malloc(bytes);
+        float *nul_dk = tu_floats((size_t)m, 0.0f), nul_gs = 0.0f;
+        mha_grads gn;
+        int same = 1;
+        make_case(&fc, &s, 1, n, m, 1);
+        if (sinks) fc.p.w.sinks = sink;
+        fc.mask.causal = 1;
+        fc.mask.causal_offset = -1;
+        out = tu_floats((size_t)n, 0.0f);
+        CHECK(mha_forward_lse(&s, &fc.p.w, 1, n, m, fc.p.q, fc.p.k, fc.p.v, &fc.mask, out, lse, ws, fb) == MHA_OK,
+              "lse, empty row: forward");
+        CHECK(sinks ? lse[0] == 0.5f : lse[0] == -INFINITY,
+              "lse of a row that sees no key, %s: %s (got %g)", sinks ? "sink 0.5" : "no sink",
+              sinks ? "the sink's logit" : "-inf", (double)lse[0]);
+        memset(&gn, 0, sizeof gn);
+        gn.sinks = sinks ? &nul_gs : NULL;
+        CHECK(mha_backward(&s, &fc.p.w, 1, n, m, fc.p.q, fc.p.k, fc.p.v, &fc.mask, NULL, fc.dout, NULL, nul_dk, NULL,
+                           &gn, ws2, bytes) == MHA_OK,
+              "lse, empty row: backward, lse NULL");
+        for (v = 0; v < 4; ++v) {
+            memcpy(given, lse, sizeof lse);
+            if (v) given[0] = bad[v];
+            dk[v] = tu_floats((size_t)m, 0.0f);
+            gs[v] = 0.0f;
+            memset(&g[v], 0, sizeof g[v]);
+            g[v].sinks = sinks ? &gs[v] : NULL;
+            CHECK(mha_backward(&s, &fc.p.w, 1, n, m, fc.p.q, fc.p.k, fc.p.v, &fc.mask, given, fc.dout, NULL, dk[v],
+                               NULL, &g[v], ws2, bytes) == MHA_OK,
+                  "lse, empty row: backward, lse %d", v);
+            if (v == 0) {
+                CHECK(fabs((double)gs[0] - (double)nul_gs) <= 1e-5 * (1.0 + fabs((double)nul_gs)) &&
+                          tu_max_diff(dk[0], nul_dk, (size_t)m) <= 1e-5f * (1.0f + tu_max_abs(nul_dk, (size_t)m)),
+                      "lse, empty row, %s: the forward's lse gives lse NULL's gradients (d sink %g against %g)",
+                      sinks ? "sink" : "no sink", (double)gs[0], (double)nul_gs);
+                continue;
+            }
+            same &= memcmp(dk[v], nul_dk, (size_t)m * sizeof(float)) == 0 && memcmp(&gs[v], &nul_gs, sizeof gs[v]) == 0;
+        }
+        CHECK(same && tu_all_finite(nul_dk, (size_t)m) && nul_gs == nul_gs,
+              "lse, empty row, %s: -inf, NaN or +inf given for it gives lse NULL's gradients, bit for bit",
+              sinks ? "sink" : "no sink");
+        for (v = 0; v < 4; ++v) free(dk[v]);
+        free(nul_dk); free(out); free(ws); free(ws2);
+        tu_problem_free(&fc.p);
+    }
+}
+#endif
+
 /* Bad input: its status, and nothing written. */
 static void check_bad_input(void) {
     mha_shape s = shape_of(2, 2, 4, 4, 4, 2, 2, 4, 0), r;
@@ -611,8 +731,10 @@ int main(void) {
     check_fast();
     check_accumulate();
     check_bias_inf();
+    check_nan_masked();
 #if !MHA_NO_EXTRAS
     check_16bit();
+    check_lse_empty_row();
 #endif
     check_bad_input();
 

@@ -19,12 +19,17 @@
    decoding rules; on an error the cache and lengths are unchanged; on the
    fast path mha_decode agrees with mha_decode_reference.
    After that, the input's next bytes may drive mha_backward on the same
-   case (fz_backward): d_out from the input, each input gradient wanted or
-   not, the workspace exact, short or missing; the status must be MHA_OK or
-   MHA_ERR_WORKSPACE as predicted (the forward took the rest), nothing is
-   written on an error, finite data gives finite gradients, and d_values is
+   case (fz_backward): d_out from the input (NaN and inf too), each input
+   gradient wanted or not, the workspace exact, short or missing, lse NULL or
+   saved by mha_forward_lse (its out bit for bit mha_forward's, its lse the
+   double forward's) with one value perhaps replaced by -inf, NaN or +inf;
+   the status must be MHA_OK or MHA_ERR_WORKSPACE as predicted (the forward
+   took the rest), nothing is written on an error, finite data gives finite
+   gradients, the gradients with lse are those without it, and d_values is
    checked exactly where the loss sum(d_out out) is linear: along a direction
    delta of the values, the double forward's loss changes by <d_values, delta>.
+   On the fast path, with a d_out that is not finite, each gradient is finite
+   exactly where mha_backward_reference's is (a NaN never crosses a mask).
    A failed check aborts, which libFuzzer reports with the input.
    Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
    runs the committed corpus through the same function without libFuzzer. */
@@ -111,6 +116,112 @@ static float fz_value(fuzz_reader *r, int specials, int *finite) {
 
 static float *fz_alloc(size_t count) { return (float *)malloc((count ? count : 1) * sizeof(float)); }
 
+/* mha_forward_lse on the case (nl = batch heads n values; NULL under
+   MHA_NO_EXTRAS, which refuses it): out bit for bit mha_forward's, lse the
+   double forward's where the data are finite; then value fz_byte % nl
+   replaced by -inf, NaN or +inf (replace 1, 2, 3; 0: none). */
+static float *fz_lse(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                     const float *q, const float *k, const float *v, const mha_mask *mask, int replace, int finite) {
+    const size_t nl = (size_t)batch * (size_t)s->heads * (size_t)n, no = (size_t)batch * (size_t)n * (size_t)s->p_o;
+    const size_t fb = mha_workspace_size(s, batch, n, m);
+    float *lse = fz_alloc(nl), *o1 = fz_alloc(no), *o2 = fz_alloc(no);
+    void *ws = malloc(fb ? fb : 1);
+    mha_status st = mha_forward_lse(s, w, batch, n, m, q, k, v, mask, o1, lse, ws, fb);
+#if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS
+    if (st != MHA_ERR_SHAPE) FZ_FAIL("forward_lse under MHA_NO_EXTRAS: status %d", (int)st);
+    free(lse);
+    lse = NULL;
+#else
+    size_t j;
+    if (st != MHA_OK || mha_forward(s, w, batch, n, m, q, k, v, mask, o2, NULL, ws, fb) != MHA_OK)
+        FZ_FAIL("forward_lse: status %d", (int)st);
+    if (memcmp(o1, o2, no * sizeof(float)) != 0) FZ_FAIL("forward_lse: out differs from mha_forward's");
+    if (finite && !fz_huge) {
+        double *ref = (double *)malloc((nl ? nl : 1) * sizeof(double)), *ro = (double *)malloc((no ? no : 1) * sizeof(double));
+        naive_lse = ref;
+        naive_forward(s, w, batch, n, m, q, k, v, mask, ro, NULL);
+        naive_lse = NULL;
+        for (j = 0; j < nl; ++j) { /* within 1e-4 (1 + |lse|), and a float's rounding of ALiBi's shift of the
+                                      row (README, "Saved statistics": the value has it taken out) */
+            const int64_t P = (int64_t)(j % (size_t)n) + (mask ? (int64_t)mask->causal_offset : 0);
+            const int64_t dref = P < 0 ? P : P >= (int64_t)m ? P - (int64_t)(m ? m - 1 : 0) : 0;
+            const double shift = s->alibi ? naive_slope(s->heads, (int32_t)(j / (size_t)n % (size_t)s->heads)) *
+                                                 fabs((double)dref) : 0.0;
+            if (isinf(ref[j]) ? lse[j] != (float)ref[j]
+                              : !(fabs((double)lse[j] - ref[j]) <= 1e-4 * (1.0 + fabs(ref[j])) + 1e-6 * shift))
+                FZ_FAIL("lse[%lu] = %.9g, naive %.9g", (unsigned long)j, (double)lse[j], ref[j]);
+        }
+        free(ref);
+        free(ro);
+    }
+    if (replace && nl) {
+        static const float bad[3] = {-INFINITY, NAN, INFINITY};
+        lse[fz_byte(r) % nl] = bad[replace - 1];
+    }
+#endif
+    (void)r;
+    (void)replace;
+    (void)finite;
+    free(o1);
+    free(o2);
+    free(ws);
+    return lse;
+}
+
+/* The case again after an MHA_OK backward that had lse or a d_out that is
+   not finite (dq, dk may be NULL, dv not): with lse NULL (close: the
+   gradients with lse are those without it, where the data are finite) and,
+   on the fast path, on the reference path (each gradient finite exactly
+   where the reference's is). */
+static void fz_backward_again(const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                              const float *q, const float *k, const float *v, const mha_mask *mask, const float *lse,
+                              const float *dout, const float *dq, const float *dk, const float *dv, int finite) {
+    const size_t nq = (size_t)batch * (size_t)n * (size_t)s->d_q, nk = (size_t)batch * (size_t)m * (size_t)s->d_k;
+    const size_t nv = (size_t)batch * (size_t)m * (size_t)s->d_v;
+    const size_t nx[3] = {nq, nk, nv};
+    const float *got[3];
+    float *again[3];
+    size_t bytes = mha_backward_workspace_size(s, batch, n, m), j;
+    int which, pass;
+    void *ws;
+    got[0] = dq;
+    got[1] = dk;
+    got[2] = dv;
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 0 && !(lse && finite)) continue;
+#if !(defined(MHA_FAST) && MHA_FAST)
+        if (pass == 1) continue;
+#endif
+        if (pass == 1) {
+            if (finite) continue;
+            bytes = mha_backward_reference_workspace_size(s, batch, n, m);
+        }
+        ws = malloc(bytes ? bytes : 1);
+        for (which = 0; which < 3; ++which) again[which] = got[which] ? fz_alloc(nx[which]) : NULL;
+        if ((pass == 0 ? mha_backward(s, w, batch, n, m, q, k, v, mask, NULL, dout, again[0], again[1], again[2], NULL,
+                                      ws, bytes)
+                       : mha_backward_reference(s, w, batch, n, m, q, k, v, mask, lse, dout, again[0], again[1],
+                                                again[2], NULL, ws, bytes)) != MHA_OK)
+            FZ_FAIL("backward again (%s): not MHA_OK", pass ? "reference" : "lse NULL");
+        for (which = 0; which < 3; ++which) {
+            double mx = 0.0;
+            for (j = 0; again[which] && j < nx[which]; ++j)
+                mx = fabs((double)again[which][j]) > mx ? fabs((double)again[which][j]) : mx;
+            for (j = 0; again[which] && j < nx[which]; ++j) {
+                const double a = (double)got[which][j], b = (double)again[which][j];
+                if (pass == 0 && !(fabs(a - b) <= 1e-4 * (1.0 + mx)))
+                    FZ_FAIL("backward with lse: gradient %d [%lu] = %.9g, with lse NULL %.9g", which,
+                            (unsigned long)j, a, b);
+                if (pass == 1 && isfinite(a) != isfinite(b))
+                    FZ_FAIL("backward, d_out not finite: gradient %d [%lu] = %.9g, reference %.9g", which,
+                            (unsigned long)j, a, b);
+            }
+            free(again[which]);
+        }
+        free(ws);
+    }
+}
+
 /* mha_backward driven by the rest of the input (see the top): the case of
    the forward just run (q, k, v of finite values unless finite is 0). */
 static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
@@ -118,17 +229,18 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
     const size_t nq = (size_t)batch * (size_t)n * (size_t)s->d_q, nk = (size_t)batch * (size_t)m * (size_t)s->d_k;
     const size_t nv = (size_t)batch * (size_t)m * (size_t)s->d_v, no = (size_t)batch * (size_t)n * (size_t)s->p_o;
     const size_t exact = mha_backward_workspace_size(s, batch, n, m);
-    float *dout, *dq, *dk, *dv, *v2;
+    float *dout, *dq, *dk, *dv, *v2, *lse = NULL;
     uint8_t mode, want_in, *ws_block;
     size_t bytes, off, j;
     void *ws;
     mha_status want, got;
-    int ok = 1;
+    int ok = 1, dout_finite = 1;
     if (fz_byte(r) % 2 == 0 || exact == 0) return; /* no backward this time */
     mode = fz_byte(r);
-    want_in = fz_byte(r);
+    want_in = fz_byte(r); /* bit 0 d_queries, 1 d_keys, 2 d_out NaN/inf allowed, 3 lse, 4-5 one lse value replaced */
     dout = fz_alloc(no);
-    for (j = 0; j < no; ++j) dout[j] = fz_value(r, 0, &ok);
+    for (j = 0; j < no; ++j) dout[j] = fz_value(r, (want_in & 4) != 0, &dout_finite);
+    if (want_in & 8) lse = fz_lse(r, s, w, batch, n, m, q, k, v, mask, want_in >> 4 & 3, finite);
     dq = (want_in & 1) ? fz_alloc(nq) : NULL;
     dk = (want_in & 2) ? fz_alloc(nk) : NULL;
     dv = fz_alloc(nv);
@@ -140,14 +252,17 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
     ws_block = (uint8_t *)malloc(off + bytes + 1);
     ws = (mode & 3) == 2 && mode > 200 ? NULL : ws_block + off;
     want = (mode & 3) == 1 || !ws ? MHA_ERR_WORKSPACE : MHA_OK;
-    got = mha_backward(s, w, batch, n, m, q, k, v, mask, NULL, dout, dq, dk, dv, NULL, ws, bytes);
+    got = mha_backward(s, w, batch, n, m, q, k, v, mask, lse, dout, dq, dk, dv, NULL, ws, bytes);
     if (got != want) FZ_FAIL("backward: status %d, predicted %d", (int)got, (int)want);
+    if (got == MHA_OK && (lse || !dout_finite)) fz_backward_again(s, w, batch, n, m, q, k, v, mask, lse, dout, dq, dk,
+                                                                    dv, finite && dout_finite && !fz_huge);
+    free(lse);
     if (got != MHA_OK) {
         for (j = 0; dq && j < nq; ++j) ok &= dq[j] == 7.0f;
         for (j = 0; dk && j < nk; ++j) ok &= dk[j] == 7.0f;
         for (j = 0; j < nv; ++j) ok &= dv[j] == 7.0f;
         if (!ok) FZ_FAIL("backward: an error wrote a gradient");
-    } else if (finite && !fz_huge) {
+    } else if (finite && dout_finite && !fz_huge) {
         double *o1 = (double *)malloc((no ? no : 1) * sizeof(double)), *o2 = (double *)malloc((no ? no : 1) * sizeof(double));
         double change = 0.0, dot = 0.0, size = 0.0;
         for (j = 0; dq && j < nq; ++j) ok &= isfinite(dq[j]);
