@@ -529,8 +529,10 @@ MHADEF float mha_f32_from_bf16(uint16_t h);
    doubling high multiply, ties up, then a rounding right shift, ties away
    from zero);
    with MHA_Q8_SINGLE_ROUNDING 1 one rounding of the exact product, ties up
-   (TFLITE_SINGLE_ROUNDING). multiplier 0 (the value 0) or in [2^30, 2^31),
-   shift in [-31, 30]; a result out of int32's range saturates. */
+   (TFLITE_SINGLE_ROUNDING). Valid: shift in [-31, 30] and multiplier 0 (the
+   value 0) or in [2^30, 2^31); the int8 calls refuse any other rescale
+   (MHA_ERR_SHAPE), also a multiplier 0 with its shift out of range. A
+   result out of int32's range saturates. */
 typedef struct mha_q8_rescale {
     int32_t multiplier, shift;
 } mha_q8_rescale;
@@ -540,7 +542,7 @@ typedef struct mha_q8_rescale {
    else MHA_OK. Exact where double has 53 bits (not on AVR, whose double is
    a float). */
 MHADEF mha_status mha_q8_rescale_make(double real, mha_q8_rescale *r);
-/* x rescaled by r, as above (r must be valid: see mha_q8_rescale). */
+/* x rescaled by r, as above, for any x; 0 for an r that is not valid. */
 MHADEF int32_t mha_q8_rescale_apply(int32_t x, mha_q8_rescale r);
 
 /* int8 weights, row-major as mha_weights', with per-row rescales: r_q[row]
@@ -5461,7 +5463,9 @@ MHA__PRIVATE int32_t mha__q8_sat(int64_t x) {
 }
 MHA__PRIVATE int64_t mha__q8_asr(int64_t x, int32_t s) { return x < 0 ? ~(~x >> s) : x >> s; }
 
-MHADEF int32_t mha_q8_rescale_apply(int32_t x, mha_q8_rescale r) {
+/* x rescaled by r, for an r that mha__q8_rescale_ok accepts (the shifts
+   below are then by 0 .. 62 bits: no undefined behaviour for any x). */
+MHA__PRIVATE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
 #if MHA_Q8_SINGLE_ROUNDING
     const int32_t total = 31 - r.shift; /* 1 .. 62 */
     return mha__q8_sat(mha__q8_asr((int64_t)x * r.multiplier + ((int64_t)1 << (total - 1)), total));
@@ -5476,6 +5480,16 @@ MHADEF int32_t mha_q8_rescale_apply(int32_t x, mha_q8_rescale r) {
     const int64_t mask = ((int64_t)1 << right) - 1, rem = (int64_t)hi & mask;
     return (int32_t)(mha__q8_asr(hi, right) + (rem > (mask >> 1) + (hi < 0) ? 1 : 0));
 #endif
+}
+
+/* A rescale the int8 calls accept: shift in [-31, 30], multiplier 0 or in
+   [2^30, 2^31). */
+MHA__PRIVATE int mha__q8_rescale_ok(const mha_q8_rescale *r) {
+    return r->shift >= -31 && r->shift <= 30 && (r->multiplier == 0 || r->multiplier >= (int32_t)1 << 30);
+}
+
+MHADEF int32_t mha_q8_rescale_apply(int32_t x, mha_q8_rescale r) {
+    return mha__q8_rescale_ok(&r) ? mha__q8_rescale(x, r) : 0;
 }
 
 MHADEF mha_status mha_q8_rescale_make(double real, mha_q8_rescale *r) {
@@ -5508,9 +5522,6 @@ MHADEF mha_status mha_q8_rescale_make(double real, mha_q8_rescale *r) {
     return MHA_OK;
 }
 
-MHA__PRIVATE int mha__q8_rescale_ok(const mha_q8_rescale *r) {
-    return r->multiplier == 0 || (r->multiplier >= (int32_t)1 << 30 && r->shift >= -31 && r->shift <= 30);
-}
 MHA__PRIVATE int mha__q8_zero_ok(int32_t z) { return z >= -128 && z <= 127; }
 
 /* One call of the int8 path: its sizes (h .. p_o in mha_shape's order, as
@@ -5783,14 +5794,14 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
             mha__q8_dot2(wt + r * d, wt + (r + 1) * d, x16, d, &acc[0], &acc[1]);
         else if (r % 2 == 0)
             acc[0] = mha__q8_dot(wt + r * d, x16, d);
-        y[r] = mha__q8_clamp(mha_q8_rescale_apply(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]), zy);
+        y[r] = mha__q8_clamp(mha__q8_rescale(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]), zy);
     }
 }
 
 /* A head's element from its sum (acc) where the row sees a key (seen):
    zero_heads + rescale_head(acc), clamped to int8; else zero_heads. */
 MHA__PRIVATE MHA__INLINE int8_t mha__q8_head(const mha_q8_params *p, int32_t acc, int seen) {
-    return mha__q8_clamp(seen ? mha_q8_rescale_apply(acc, p->head) : 0, p->zero_heads);
+    return mha__q8_clamp(seen ? mha__q8_rescale(acc, p->head) : 0, p->zero_heads);
 }
 
 /* 2^(y / 65536) for y <= 0, in Q15 (0 .. 32768): y = -(16 k + i + r / 4096)
@@ -5844,7 +5855,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     }
     /* 2. */
     for (j = 0; j < n; ++j) {
-        sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha_q8_rescale_apply(sc[j] - mx, p->score));
+        sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha__q8_rescale(sc[j] - mx, p->score));
         sum += (uint32_t)sc[j];
     }
     /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */

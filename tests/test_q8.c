@@ -558,6 +558,20 @@ static void q8_hostile(void) {
     p.head.shift = 31;
     Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
     mha_q8_rescale_make(0.01, &p.head);
+    { /* multiplier 0 with a shift outside [-31, 30]: refused too (it once reached shifts by a negative count) */
+        static const int32_t shifts[4] = {100, -1000, INT32_MIN, 31};
+        int k2;
+        for (k2 = 0; k2 < 4; ++k2) {
+            ro[1].multiplier = 0;
+            ro[1].shift = shifts[k2];
+            Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+            mha_q8_rescale_make(0.01, &ro[1]);
+            p.score.multiplier = 0;
+            p.score.shift = shifts[k2];
+            Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, NULL, out, ws, bytes));
+            mha_q8_rescale_make(100.0, &p.score);
+        }
+    }
     mask.bias = bias;
     Q8_EXPECT(MHA_ERR_SHAPE, Q8_CALL(&s, &w, &p, 1, 2, 3, q, k, v, &mask, out, ws, bytes));
     mask.bias = NULL;
@@ -676,6 +690,61 @@ static void q8_hostile(void) {
                   mha_q8_rescale_apply(INT32_MAX, r) == INT32_MAX &&
                   mha_q8_rescale_apply(INT32_MIN, r) == INT32_MIN,
               "a large rescale saturates");
+    }
+    /* mha_q8_rescale_apply over every shift it accepts, edge values of x and of the multiplier: within one of
+       the exact product rounded to nearest (the two roundings of the default can differ from it by one),
+       saturated; with MHA_Q8_SINGLE_ROUNDING exactly that; no undefined behaviour (make sanitize runs this
+       under -fsanitize=undefined -fno-sanitize-recover); a rescale the calls refuse gives 0 */
+    {
+        static const int32_t xs[] = {INT32_MIN, INT32_MIN + 1, -65536, -1000, -2, -1, 0, 1, 2, 3, 1000, 65535,
+                                     INT32_MAX - 1, INT32_MAX};
+        static const int32_t ms[] = {0, (int32_t)1 << 30, ((int32_t)1 << 30) + 1, 1518500250, INT32_MAX - 1,
+                                     INT32_MAX};
+        mha_q8_rescale r;
+        int32_t sh;
+        size_t xi, mi;
+        int exact = 1, bad = 1;
+        unsigned long tried = 0;
+        for (sh = -31; sh <= 30; ++sh)
+            for (mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
+                for (xi = 0; xi < sizeof xs / sizeof xs[0]; ++xi) {
+                    /* x m 2^(sh - 31) = (x m) / 2^(31 - sh) exactly in long double? not on every target: the
+                       quotient and remainder of the int64 product by 2^(31 - sh), 1 <= 31 - sh <= 62 */
+                    const int64_t prod = (int64_t)xs[xi] * (int64_t)ms[mi];
+                    const int e = 31 - sh;
+                    const int64_t den = (int64_t)1 << (e > 62 ? 62 : e);
+                    int64_t qt = prod / den, rm = prod % den, want;
+                    int32_t got;
+                    if (rm < 0) { /* floor */
+                        qt -= 1;
+                        rm += den;
+                    }
+                    if (rm > den / 2 || (rm == den / 2 && den > 1)) ++qt; /* nearest, ties up */
+                    want = qt > INT32_MAX ? INT32_MAX : qt < INT32_MIN ? INT32_MIN : qt;
+                    r.multiplier = ms[mi];
+                    r.shift = sh;
+                    got = mha_q8_rescale_apply(xs[xi], r);
+#if defined(MHA_Q8_SINGLE_ROUNDING) && MHA_Q8_SINGLE_ROUNDING
+                    exact &= (int64_t)got == want;
+#else
+                    exact &= (int64_t)got - want <= 1 && want - (int64_t)got <= 1;
+#endif
+                    ++tried;
+                }
+        CHECK(exact, "mha_q8_rescale_apply within its rounding of x m 2^(shift - 31), %lu cases", tried);
+        r.multiplier = 0;
+        for (sh = 0; sh < 4; ++sh) {
+            static const int32_t out_of_range[4] = {100, -1000, INT32_MIN, 31};
+            r.shift = out_of_range[sh];
+            bad &= mha_q8_rescale_apply(INT32_MIN, r) == 0 && mha_q8_rescale_apply(12345, r) == 0;
+        }
+        r.multiplier = 5;
+        r.shift = 0;
+        bad &= mha_q8_rescale_apply(INT32_MAX, r) == 0;
+        r.multiplier = -((int32_t)1 << 30);
+        bad &= mha_q8_rescale_apply(INT32_MAX, r) == 0;
+        CHECK(bad, "mha_q8_rescale_apply of a rescale the calls refuse (shift out of range, multiplier below 2^30 "
+                   "or negative): 0");
     }
     /* mha_q8_prepare's bad input */
     {

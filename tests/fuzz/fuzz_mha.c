@@ -30,6 +30,13 @@
    delta of the values, the double forward's loss changes by <d_values, delta>.
    On the fast path, with a d_out that is not finite, each gradient is finite
    exactly where mha_backward_reference's is (a NaN never crosses a mask).
+   Last, the input's next bytes may drive mha_forward_q8 on the same sizes
+   and mask (fz_q8): int8 data, and rescale rows and zero points drawn raw
+   (any multiplier and shift) or valid; the status must be MHA_ERR_SHAPE
+   exactly when one is out of the README's ranges (a shift outside [-31, 30]
+   whatever the multiplier, a multiplier neither 0 nor in [2^30, 2^31), a
+   zero point outside int8), MHA_OK otherwise, with out untouched on an
+   error and no undefined behaviour on the way (UBSan).
    A failed check aborts, which libFuzzer reports with the input.
    Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
    runs the committed corpus through the same function without libFuzzer. */
@@ -45,7 +52,7 @@
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
 unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-    fuzz_count_backward;
+    fuzz_count_backward, fuzz_count_q8;
 
 typedef struct fuzz_reader {
     const uint8_t *p;
@@ -220,6 +227,82 @@ static void fz_backward_again(const mha_shape *s, const mha_weights *w, int32_t 
         }
         free(ws);
     }
+}
+
+/* A rescale from the input: mostly a valid one (mha_q8_rescale_make of a
+   factor in [2^-20, 2^10)), else any multiplier and shift; *ok cleared when
+   it is out of the README's ranges. */
+static mha_q8_rescale fz_rescale(fuzz_reader *r, int *ok) {
+    mha_q8_rescale x;
+    uint8_t b = fz_byte(r);
+    if (b < 224) {
+        if (mha_q8_rescale_make(ldexp(1.0 + (double)(b % 16) / 16.0, (int)(b / 16) - 20), &x) != MHA_OK)
+            FZ_FAIL("mha_q8_rescale_make refused a valid factor");
+        return x;
+    }
+    x.multiplier = (int32_t)((uint32_t)fz_byte(r) << 24 | (uint32_t)fz_byte(r) << 16 | (uint32_t)fz_byte(r) << 8 |
+                             fz_byte(r));
+    if (b & 1) x.multiplier = (b & 2) ? 0 : x.multiplier | (int32_t)0x40000000; /* 0, or in [2^30, 2^31) or < 0 */
+    x.shift = (b & 4) ? (int32_t)((uint32_t)fz_byte(r) << 24 | (uint32_t)fz_byte(r) << 16 | (uint32_t)fz_byte(r) << 8 |
+                                  fz_byte(r))
+                      : (int32_t)(fz_byte(r) % 80) - 40;
+    if (!(x.shift >= -31 && x.shift <= 30 && (x.multiplier == 0 || x.multiplier >= 0x40000000))) *ok = 0;
+    return x;
+}
+
+/* mha_forward_q8 on the sizes and mask of a case that mha_forward took (see
+   the top). */
+static void fz_q8(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, int32_t m, const mha_mask *mask) {
+    const int32_t H = s->heads, KV = s->kv_heads ? s->kv_heads : s->heads;
+    const size_t nr[4] = {(size_t)H * (size_t)s->p_q, (size_t)KV * (size_t)s->p_k, (size_t)KV * (size_t)s->p_v,
+                          (size_t)s->p_o};
+    const size_t nw[4] = {nr[0] * (size_t)s->d_q, nr[1] * (size_t)s->d_k, nr[2] * (size_t)s->d_v,
+                          nr[3] * (size_t)H * (size_t)s->p_v};
+    const size_t nx[4] = {(size_t)batch * (size_t)n * (size_t)s->d_q, (size_t)batch * (size_t)m * (size_t)s->d_k,
+                          (size_t)batch * (size_t)m * (size_t)s->d_v, (size_t)batch * (size_t)n * (size_t)s->p_o};
+    int8_t *wt[4], *x[4];
+    mha_q8_rescale *rs[4];
+    mha_q8_weights w;
+    mha_q8_params p;
+    int32_t *zero = &p.zero_in_q;
+    size_t bytes, j, t;
+    void *ws;
+    int ok = 1, untouched = 1;
+    mha_status want, got;
+    if (fz_byte(r) % 2 == 0) return; /* no int8 call this time */
+    if (s->score != MHA_SCORE_DOT || s->rope_dim || s->alibi || s->softcap != 0.0f || (mask && mask->bias)) return;
+    for (t = 0; t < 4; ++t) {
+        wt[t] = (int8_t *)malloc(nw[t] ? nw[t] : 1);
+        x[t] = (int8_t *)malloc(nx[t] ? nx[t] : 1);
+        rs[t] = (mha_q8_rescale *)malloc((nr[t] ? nr[t] : 1) * sizeof(mha_q8_rescale));
+        for (j = 0; j < nw[t]; ++j) wt[t][j] = (int8_t)fz_byte(r);
+        for (j = 0; j < nx[t]; ++j) x[t][j] = (int8_t)(t == 3 ? 0x5a : fz_byte(r)); /* out: a canary */
+        for (j = 0; j < nr[t]; ++j) rs[t][j] = fz_rescale(r, &ok);
+    }
+    for (j = 0; j < 8; ++j) { /* zero_in_q .. zero_out: int8, sometimes just outside */
+        const uint8_t b = fz_byte(r);
+        zero[j] = b == 255 ? 128 : b == 254 ? -129 : (int32_t)(int8_t)b;
+        if (b >= 254) ok = 0;
+    }
+    p.score = fz_rescale(r, &ok);
+    p.head = fz_rescale(r, &ok);
+    memset(&w, 0, sizeof w);
+    w.w_q = wt[0]; w.w_k = wt[1]; w.w_v = wt[2]; w.w_o = wt[3];
+    w.r_q = rs[0]; w.r_k = rs[1]; w.r_v = rs[2]; w.r_o = rs[3];
+    bytes = mha_q8_workspace_size(s, batch, n, m);
+    ws = malloc(bytes ? bytes : 1);
+    want = ok ? MHA_OK : MHA_ERR_SHAPE;
+    got = mha_forward_q8(s, &w, &p, batch, n, m, x[0], x[1], x[2], mask, x[3], ws, bytes);
+    if (got != want) FZ_FAIL("int8: status %d, predicted %d", (int)got, (int)want);
+    for (j = 0; got != MHA_OK && j < nx[3]; ++j) untouched &= x[3][j] == 0x5a;
+    if (!untouched) FZ_FAIL("int8: an error wrote out");
+    ++fuzz_count_q8;
+    for (t = 0; t < 4; ++t) {
+        free(wt[t]);
+        free(x[t]);
+        free(rs[t]);
+    }
+    free(ws);
 }
 
 /* mha_backward driven by the rest of the input (see the top): the case of
@@ -616,6 +699,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!fz_huge && null_which == 0) {
             fz_decode(&r, &s, &w, batch);
             fz_backward(&r, &s, &w, batch, n, m, q, k, v, use_mask ? &mask : NULL, finite);
+            fz_q8(&r, &s, batch, n, m, use_mask ? &mask : NULL);
         }
     }
     for (i = 0; i < n_arr; ++i) free(arr[i]);
