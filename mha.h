@@ -313,11 +313,14 @@ typedef void (*mha_parallel_for)(void *user, mha_task task, void *arg, int32_t c
 
 /* mha_forward, with its independent pieces of work handed to parallel_for
    (with `user` as its first argument). parallel_for NULL: one thread. The
-   result is the same, bit for bit, for any parallel_for. It is called four
-   times (five with additive scoring) per batch entry and kv head, once per
-   stage step, so it should be cheap to call: a pool that keeps its threads.
-   Under MHA_FAST 0 the reference path runs on the calling thread and
-   parallel_for is unused. */
+   result is the same, bit for bit, for any parallel_for. It is called three
+   times per batch entry and kv head (project, attend, output; once more
+   with additive scoring and with bf16 products, and once a call for RoPE's
+   angles), so it should be cheap to call: a pool that keeps its threads. A
+   call whose passes (one batch entry and kv head) have fewer than 2^18
+   multiply-adds runs on the calling thread and never calls it: a hand-off
+   costs more than such a step's work. Under MHA_FAST 0 the reference path
+   runs on the calling thread and parallel_for is unused. */
 MHADEF mha_status mha_forward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
                                        int32_t m, const float *queries, const float *keys, const float *values,
                                        const mha_mask *mask, float *out, float *attn, void *workspace,
