@@ -43,6 +43,16 @@ HOSTILE  = tests/test_hostile.c tests/test_impl.c
 REPLAY   = tests/fuzz/fuzz_mha.c tests/fuzz/replay.c tests/test_impl.c
 THREADS  = tests/test_threads.c tests/test_impl.c
 TESTDEP  = mha.h tests/test_util.h tests/naive_ref.h
+# The test programs' flags: the strict set less -Wconversion/-Wdouble-promotion (the tests
+# compute in double on purpose); `make matrix` holds the implementation to the full strict set.
+TFLAGS   = $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests
+# The contract tests (the header included twice, MHA_STATIC pairs, C++, empty options), the
+# examples and the trained models check what compiles and what a program computes, not its
+# speed: -O0 (-O1 for the models, which run the most) keeps make test's build short; the
+# implementation's objects and the tests of private functions are built with CFLAGS.
+OFLAGS   ?= -O0 -g
+EXFLAGS  ?= -O0 -g
+MODFLAGS ?= -O1 -g
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # the suite's programs, as tests/run.sh runs them
@@ -55,10 +65,10 @@ PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $
 ifeq ($(shell uname -m),x86_64)
 FASTSIMD = $(BUILD)/test_fast_avx2 $(BUILD)/test_fast_avx512 $(BUILD)/test_bf16dot $(BUILD)/test_backward_avx512
 FASTRUN  = "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_fast_avx2" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_fast_avx512" \
-           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_mha_fast" "sh tests/if_cpu.sh avx2,fma,f16c $(BUILD)/test_decode_fast" \
+           "sh tests/if_cpu.sh avx2,fma,f16c $(BUILD)/test_mha_fast" "sh tests/if_cpu.sh avx2,fma,f16c $(BUILD)/test_decode_fast" \
            "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_decode_avx512" \
            "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/test_bf16dot" \
-           "sh tests/if_cpu.sh avx2,fma $(BUILD)/test_backward_fast" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_backward_avx512"
+           "sh tests/if_cpu.sh avx2,fma,f16c $(BUILD)/test_backward_fast" "sh tests/if_cpu.sh avx512f,fma $(BUILD)/test_backward_avx512"
 BF16DOT  = -DMHA_BF16_DOT=1 -mavx512f -mfma -mavx512bf16 # bf16 products (vdpbf16ps)
 ASANBF   = $(BUILD)/asan_bf16dot
 ASANBFRUN = "sh tests/if_cpu.sh avx512f,fma,avx512_bf16 $(BUILD)/asan_bf16dot"
@@ -95,36 +105,44 @@ all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threa
 $(BUILD):
 	mkdir -p $(BUILD)
 
-# Test programs: the strict set less -Wconversion/-Wdouble-promotion (the tests compute in
-# double on purpose); `make matrix` holds the implementation to the full strict set.
-$(BUILD)/test_mha: $(SUITEDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(SUITE) -o $@ $(LDLIBS)
+# The implementation is compiled once per configuration (tests/test_impl.c into an object);
+# every test program that uses only the public API is its own file compiled with the same
+# configuration and linked against that object. Only the tests of private functions
+# (test_fast, test_q8, test_mathf, test_bf16dot) and the examples compile the header themselves.
+#   ref       the reference path (MHA_FAST 0)
+#   portable  the fast path's portable vectors; decoding's cache chunks of 256 slots, not
+#             1024, so that the tests' caches of 515 to 647 positions span several chunks
+#   fast      the fast path for AVX2 with F16C's 16-bit conversions (elsewhere: the target's
+#             own vector unit)
+#   avx512    the fast path for AVX-512 (x86-64), chunks of 256 slots
+DCH256 = "-DMHA__DCH=((size_t)256)"
+CFG_ref      =
+CFG_portable = -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256)
+CFG_fast     = -DMHA_FAST=1 $(FASTMHA) $(F16C)
+CFG_avx512   = -DMHA_FAST=1 -mavx512f -mfma $(DCH256)
+$(BUILD)/impl_%.o: tests/test_impl.c mha.h | $(BUILD)
+	$(CC) $(TFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
 
-$(BUILD)/test_hostile: $(HOSTILE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(HOSTILE) -o $@ $(LDLIBS)
+$(BUILD)/test_mha: $(SUITEDEP) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(TFLAGS) tests/test_mha.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
 
-$(BUILD)/replay: $(REPLAY) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) -std=c99 -Wall -Wextra -Werror $(REPLAY) -o $@ $(LDLIBS)
+$(BUILD)/test_hostile: $(HOSTILE) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(TFLAGS) tests/test_hostile.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
+
+$(BUILD)/replay: $(REPLAY) $(TESTDEP) tests/fuzz/predicate.h $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(CFLAGS) -std=c99 -Wall -Wextra -Werror tests/fuzz/fuzz_mha.c tests/fuzz/replay.c $(BUILD)/impl_ref.o -o $@ \
+	    $(LDLIBS)
 
 # mha_backward against finite differences of the double forward (tests/naive_ref.h) and
 # PyTorch autograd (tests/ref_backward.h, written by tests/gen_backward.py)
+# (test_backward: the reference build; _portable, _fast, _avx512: the fast path, which it
+# also compares with mha_backward_reference)
 BACKWARD = tests/test_backward.c tests/test_impl.c
-$(BUILD)/test_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(BACKWARD) -o $@ $(LDLIBS)
+$(BUILD)/test_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(TFLAGS) tests/test_backward.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
 
-# the same on the fast path (MHA_FAST 1), which it also compares with mha_backward_reference:
-# portable vectors, AVX2 (FASTMHA), AVX-512
-$(BUILD)/test_backward_portable: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 -Itests $(BACKWARD) \
-	    -o $@ $(LDLIBS)
-
-$(BUILD)/test_backward_fast: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(BACKWARD) -o $@ \
-	    $(LDLIBS)
-
-$(BUILD)/test_backward_avx512: $(BACKWARD) tests/ref_backward.h $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma -Itests $(BACKWARD) \
-	    -o $@ $(LDLIBS)
+$(BUILD)/test_backward_%: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/impl_%.o | $(BUILD)
+	$(CC) $(TFLAGS) $(CFG_$*) tests/test_backward.c $(BUILD)/impl_$*.o -o $@ $(LDLIBS)
 
 # the int8 path against tests/q8_ref.py (numpy), bit for bit: 1000 cases written at build time
 # (a few more are in tests/ref_q8_small.h), in both rounding modes
@@ -139,8 +157,8 @@ $(BUILD)/test_q8_single: $(Q8DEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_Q8_SINGLE_ROUNDING=1 -Itests \
 	    tests/test_q8.c -o $@ $(LDLIBS)
 
-$(BUILD)/test_threads: $(THREADS) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests $(THREADS) -o $@ $(LDLIBS) -pthread
+$(BUILD)/test_threads: $(THREADS) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests tests/test_threads.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS) -pthread
 
 # every 487th float in make test (about a second); make mathf-sweep covers every float
 $(BUILD)/test_mathf: tests/test_mathf.c $(TESTDEP) | $(BUILD)
@@ -159,45 +177,32 @@ $(BUILD)/test_fast_avx512: $(FASTDEP) | $(BUILD)
 $(BUILD)/test_bf16dot: tests/test_bf16dot.c tests/two_threads.h $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion $(BF16DOT) -Itests $< -o $@ $(LDLIBS) -pthread
 
-$(BUILD)/test_mha_fast: $(SUITEDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) -Itests $(SUITE) -o $@ \
-	    $(LDLIBS)
+$(BUILD)/test_mha_fast: $(SUITEDEP) $(BUILD)/impl_fast.o | $(BUILD)
+	$(CC) $(TFLAGS) $(CFG_fast) tests/test_mha.c $(BUILD)/impl_fast.o -o $@ $(LDLIBS)
 
 # Decoding and mha_attend against mha_forward_reference: the reference build, the
-# fast path's portable code, and the fast path for the machine's vector unit. The
-# portable and AVX-512 builds cut the cache into chunks of 256 slots instead of
-# 1024, so that the test's caches of 515 to 647 positions span several chunks.
-DCH256 = "-DMHA__DCH=((size_t)256)"
-$(BUILD)/test_decode: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests $(DECODE) -o $@ $(LDLIBS)
+# fast path's portable code, and the fast path for the machine's vector units
+$(BUILD)/test_decode: $(DECODE) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(TFLAGS) tests/test_decode.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
 
-$(BUILD)/test_decode_portable: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) -Itests \
-	    $(DECODE) -o $@ $(LDLIBS)
-
-$(BUILD)/test_decode_fast: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 $(FASTMHA) $(F16C) -Itests $(DECODE) -o $@ \
-	    $(LDLIBS)
-
-$(BUILD)/test_decode_avx512: $(DECODE) $(TESTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -mavx512f -mfma $(DCH256) -Itests \
-	    $(DECODE) -o $@ $(LDLIBS)
+$(BUILD)/test_decode_%: $(DECODE) $(TESTDEP) $(BUILD)/impl_%.o | $(BUILD)
+	$(CC) $(TFLAGS) $(CFG_$*) tests/test_decode.c $(BUILD)/impl_$*.o -o $@ $(LDLIBS)
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
+	$(CC) $(OFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
 
 $(BUILD)/static_pair: tests/static_a.c tests/static_b.c tests/static_main.c mha.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) tests/static_a.c tests/static_b.c tests/static_main.c -o $@ $(LDLIBS)
+	$(CC) $(OFLAGS) $(STRICT) tests/static_a.c tests/static_b.c tests/static_main.c -o $@ $(LDLIBS)
 
 $(BUILD)/options_empty: tests/options_empty.c mha.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
+	$(CC) $(OFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
 
 $(BUILD)/cpp_tu: tests/cpp_tu.cpp mha.h | $(BUILD)
-	$(CXX) $(CFLAGS) -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror $< -o $@ $(LDLIBS)
+	$(CXX) $(OFLAGS) -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror $< -o $@ $(LDLIBS)
 
 # Examples include "mha.h" as a user's program would: -I. finds it.
 $(BUILD)/%: examples/%.c examples/example_util.h examples/encoder_weights.h mha.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS) -pthread
+	$(CC) $(EXFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS) -pthread
 
 # Trained models (examples/digits, examples/tinylm): each C program against the committed headers
 # that its train.py generated, on the fast path and on the reference path (MODELS: at the top).
@@ -205,29 +210,29 @@ DIGITS   = examples/digits/digits.c examples/digits/digits_model.h examples/mode
 TINYLM   = examples/tinylm/tinylm.c examples/tinylm/tinylm_model.h examples/tinylm/tinylm_expected.h \
            examples/model_util.h mha.h
 $(BUILD)/digits: $(DIGITS) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/digits_ref: $(DIGITS) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
 # the same model with both attention layers in int8: quantised after training by
 # examples/digits/quantize.py (calibrated on the training images; numpy), then run by mha_forward_q8
 $(BUILD)/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
 	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@
 $(BUILD)/digits_q8: $(DIGITS) $(BUILD)/digits_q8.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD) $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD) $< -o $@ $(LDLIBS)
 # and calibrated by percentiles (0.01 and 99.99) instead of min/max
 $(BUILD)/pct/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
 	@mkdir -p $(BUILD)/pct
 	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@ --percentile=99.99
 $(BUILD)/digits_q8p: $(DIGITS) $(BUILD)/pct/digits_q8.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD)/pct $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD)/pct $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm: $(TINYLM) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
 # examples/train: an attention layer trained in C (mha_backward, SGD), its loss curve against
 # PyTorch's (examples/train/torch_curve.h, written by examples/train/train_torch.py)
 $(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples/train $< -o $@ $(LDLIBS)
+	$(CC) $(MODFLAGS) $(STRICT) -I. -Iexamples/train $< -o $@ $(LDLIBS)
 
 # make models: both models trained again from scratch (seeded; needs python3-torch and
 # python3-sklearn) into $(BUILD)/models, and each C program built against the new headers and
