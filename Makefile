@@ -55,10 +55,25 @@ EXFLAGS  ?= -O0 -g
 MODFLAGS ?= -O1 -g
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
+# numpy writes two things at build time: the 1000 int8 cases of tests/q8_ref.py and the
+# quantised digit models of examples/digits/quantize.py. Where $(PYTHON) cannot import it,
+# make test builds and runs everything else and says in one line what it skipped.
+HAVE_NUMPY := $(shell $(PYTHON) -c 'import numpy' > /dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_NUMPY),1)
+Q8CASES  = $(BUILD)/q8_cases.bin
+Q8MODELS = $(BUILD)/digits_q8 $(BUILD)/digits_q8p
+SKIPPED  =
+else
+Q8CASES  =
+Q8MODELS =
+SKIPPED  = skipped, $(PYTHON) cannot import numpy: the 1000 int8 cases of tests/q8_ref.py \
+           (test_q8 runs its built-in ones) and the int8 digit models (examples/digits/quantize.py); \
+           Debian: apt-get install python3-numpy, or make test PYTHON=a-python3-with-numpy
+endif
 # the suite's programs, as tests/run.sh runs them
 PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
            $(BUILD)/test_mathf $(BUILD)/test_decode $(BUILD)/test_backward \
-           "$(BUILD)/test_q8 $(BUILD)/q8_cases.bin" "$(BUILD)/test_q8_single $(BUILD)/q8_cases.bin"
+           "$(BUILD)/test_q8 $(Q8CASES)" "$(BUILD)/test_q8_single $(Q8CASES)"
 # The fast path (MHA_FAST 1): test_fast against the reference, once per vector
 # unit, and the whole suite once more on the fast path. The SIMD builds run
 # only where the CPU has the instructions (tests/if_cpu.sh).
@@ -90,7 +105,7 @@ PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backw
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
-MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(BUILD)/digits_q8 $(BUILD)/digits_q8p $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
+MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(Q8MODELS) $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers ort \
@@ -99,7 +114,7 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(BUILD)/test_decode $(BUILD)/test_decode_portable \
      $(BUILD)/test_decode_fast $(DECODESIMD) $(BUILD)/test_backward $(BUILD)/test_backward_portable \
-     $(BUILD)/test_backward_fast $(BUILD)/test_q8 $(BUILD)/test_q8_single $(BUILD)/q8_cases.bin $(CONTRACT) \
+     $(BUILD)/test_backward_fast $(BUILD)/test_q8 $(BUILD)/test_q8_single $(Q8CASES) $(CONTRACT) \
      $(EXBINS) $(MODELS)
 
 $(BUILD):
@@ -257,6 +272,7 @@ examples: $(EXBINS) $(MODELS)
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(if $(SKIPPED),echo "$(SKIPPED)")
 	@sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 

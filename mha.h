@@ -245,8 +245,10 @@ MHADEF mha_build mha_build_info(void);
    MHA_FAST 1 it is the fast path's need, which has no n x m term. */
 MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 
-/* The reference path's number as a constant expression, for static buffers
-   (firmware builds, MHA_FAST 0). Pass the real
+/* The reference path's number as a constant expression, for static buffers:
+   the workspace of mha_forward_reference on every target, and of
+   mha_forward under MHA_FAST 0 (the default but on hosted x86-64 and
+   aarch64, where mha_forward needs mha_workspace_size()). Pass the real
    kv_heads (not 0), and p_a = 0 for dot scoring. Evaluated in size_t: the
    caller makes sure it does not overflow. */
 #define MHA_WORKSPACE_BYTES(heads, kv_heads, p_q, p_k, p_v, p_a, m)                           \

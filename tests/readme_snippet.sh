@@ -39,5 +39,34 @@ for c in "gcc -std=c99 -x c" "clang -std=c99 -x c" "g++ -std=c++11 -x c++" "clan
         echo "readme snippet: $c -Wall -Wextra -Werror: FAILED"; failed=$((failed + 1))
     fi
 done
+# The firmware snippet ("Firmware and cross-target tests"), compiled for this host as firmware
+# developers do for unit tests, with the call its comment names at the sizes of its
+# MHA_WORKSPACE_BYTES (heads 2, kv_heads 2, p 4, m 4; n 4, d 8, p_o 8): its static buffer must do.
+fw=$(awk '/^## Firmware and cross-target tests/ {q = 1} q && /^```c$/ {on = 1; next} on && /^```$/ {exit} on {print}' README.md)
+call=$(printf '%s\n' "$fw" | grep -o 'mha_forward[a-z_]*(' | head -n 1)
+if [ -z "$fw" ] || [ -z "$call" ]; then
+    echo "no firmware snippet with a call found in README.md"; failed=$((failed + 1))
+else
+    cat > "$B/readme_firmware.c" <<EOF2
+$fw
+static const float wq[8 * 8], wk[8 * 8], wv[8 * 8], wo[8 * 8], x[4 * 8];
+int main(void) {
+    mha_shape s = {0};
+    mha_weights w = {0};
+    float out[4 * 8];
+    s.heads = 2; s.kv_heads = 2; s.d_q = s.d_k = s.d_v = 8; s.p_q = s.p_k = s.p_v = 4; s.p_o = 8;
+    w.w_q = wq; w.w_k = wk; w.w_v = wv; w.w_o = wo;
+    return ${call}&s, &w, 1, 4, 4, x, x, x, NULL, out, NULL, ws, sizeof ws) == MHA_OK ? 0 : 1;
+}
+EOF2
+    if gcc -std=c99 -O0 -I. -Wall -Wextra -Werror "$B/readme_firmware.c" -o "$B/readme_firmware" -lm &&
+        "$B/readme_firmware"; then
+        echo "readme firmware snippet: compiles for this host and its workspace does for $call...)"
+        passed=$((passed + 1))
+    else
+        echo "readme firmware snippet: FAILED on this host (${call}...) with its static workspace)"
+        failed=$((failed + 1))
+    fi
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
