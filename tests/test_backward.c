@@ -14,7 +14,10 @@
    fully masked, bad input gives its status with nothing written, and the
    workspace has no n x m term (it doubles from n = m = 2048 to 4096). And
    (check_fast) mha_backward against mha_backward_reference, with and without
-   the forward's statistics, and mha_forward_lse against the double forward. */
+   the forward's statistics, and mha_forward_lse against the double forward;
+   check_nan_masked: a NaN in d_out never reaches a key its row cannot see;
+   check_lse_empty_row: the lse of a row that sees no key, and an lse that
+   is not finite given back. */
 #include "test_util.h"
 #include "naive_ref.h"
 #ifdef REF_BACKWARD_FILE
