@@ -29,7 +29,21 @@
 
 CC      ?= cc
 CXX     ?= c++
-PYTHON  ?= /usr/bin/python3
+# Python: PYTHON, unless given, is the first of python3 (on PATH) and /usr/bin/python3 that can
+# import numpy (else python3); PYTORCH, for the targets that need PyTorch, the first of PYTHON,
+# python3 and /usr/bin/python3 that can import torch, looked for only when such a target runs.
+# A target whose modules are missing says which in one line and stops (NEED).
+PYFIRST = $(firstword $(foreach p,$(2),$(if $(shell $(p) -c 'import $(1)' > /dev/null 2>&1 && echo y),$(p))))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(call PYFIRST,numpy,python3 /usr/bin/python3),python3)
+endif
+PYTORCH ?= $(eval PYTORCH := $(or $(call PYFIRST,torch,$(PYTHON) python3 /usr/bin/python3),$(PYTHON)))$(PYTORCH)
+COMMA := ,
+SPACE := $(subst ,, )
+NEED = @$(PYTORCH) -c 'import $(subst $(SPACE),$(COMMA),$(strip $(1)))' > /dev/null 2>&1 || { echo "make $@ needs a python3 that can import: \
+       $(1) ($(PYTORCH) cannot); Debian: python3-torch, python3-numpy, python3-sklearn; or PYTORCH=a-python3"; \
+       exit 1; }
+export PYTHON
 PREFIX  ?= /usr/local
 BUILD   ?= build
 SCRATCH ?= $(BUILD)/scratch
@@ -135,6 +149,7 @@ CFG_ref      =
 CFG_portable = -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256)
 CFG_fast     = -DMHA_FAST=1 $(FASTMHA) $(F16C)
 CFG_avx512   = -DMHA_FAST=1 -mavx512f -mfma $(DCH256)
+.PRECIOUS: $(BUILD)/impl_%.o
 $(BUILD)/impl_%.o: tests/test_impl.c mha.h | $(BUILD)
 	$(CC) $(TFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
 
@@ -255,12 +270,13 @@ $(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h | $(BU
 # training on another CPU may round differently); and PyTorch's loss curve of examples/train
 # run again, for train.c to match.
 models: | $(BUILD)
+	$(call NEED,torch sklearn)
 	rm -rf $(BUILD)/models && mkdir -p $(BUILD)/models/digits $(BUILD)/models/tinylm $(BUILD)/models/train
 	cp examples/digits/digits.c $(BUILD)/models/digits/ && cp examples/tinylm/tinylm.c $(BUILD)/models/tinylm/
 	cp examples/train/train.c $(BUILD)/models/train/
-	/usr/bin/python3 examples/train/train_torch.py $(BUILD)/models/train/torch_curve.h
-	/usr/bin/python3 examples/digits/train.py $(BUILD)/models/digits/digits_model.h
-	/usr/bin/python3 examples/tinylm/train.py $(BUILD)/models/tinylm
+	$(PYTORCH) examples/train/train_torch.py $(BUILD)/models/train/torch_curve.h
+	$(PYTORCH) examples/digits/train.py $(BUILD)/models/digits/digits_model.h
+	$(PYTORCH) examples/tinylm/train.py $(BUILD)/models/tinylm
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/digits/digits.c -o $(BUILD)/models/digits/digits $(LDLIBS)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/tinylm/tinylm.c -o $(BUILD)/models/tinylm/tinylm $(LDLIBS)
 	$(CC) $(CFLAGS) $(STRICT) -I. $(BUILD)/models/train/train.c -o $(BUILD)/models/train/train $(LDLIBS)
@@ -375,6 +391,7 @@ ACCSIMD = $(if $(shell grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo
           $(if $(shell grep -qw avx512f /proc/cpuinfo && echo y),avx512=$(BUILD)/acc_avx512)
 endif
 accuracy: | $(BUILD)
+	$(call NEED,torch)
 	$(CC) $(ACCFLAGS) -DMHA_FAST=0 tests/accuracy/run_mha.c -o $(BUILD)/acc_reference $(LDLIBS)
 	$(CC) $(ACCFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 tests/accuracy/run_mha.c -o $(BUILD)/acc_portable $(LDLIBS)
 ifeq ($(shell uname -m),x86_64)
@@ -383,7 +400,7 @@ ifeq ($(shell uname -m),x86_64)
 endif
 	if command -v qemu-aarch64 > /dev/null && command -v aarch64-linux-gnu-gcc-12 > /dev/null; then \
 	    aarch64-linux-gnu-gcc-12 -static $(ACCFLAGS) -DMHA_FAST=1 tests/accuracy/run_mha.c -o $(BUILD)/acc_neon $(LDLIBS); fi
-	$(PYTHON) tests/accuracy/accuracy.py reference=$(BUILD)/acc_reference portable=$(BUILD)/acc_portable $(ACCSIMD) \
+	$(PYTORCH) tests/accuracy/accuracy.py reference=$(BUILD)/acc_reference portable=$(BUILD)/acc_portable $(ACCSIMD) \
 	    $$(test -x $(BUILD)/acc_neon && echo "neon=qemu-aarch64@$(BUILD)/acc_neon")
 
 coverage: | $(BUILD)
@@ -402,11 +419,12 @@ matrix:
 	@sh tests/matrix.sh
 
 refcheck: | $(BUILD)
+	$(call NEED,torch)
 	mkdir -p $(SCRATCH)
-	$(PYTHON) tests/gen_vectors.py $(SCRATCH)/ref_vectors.h
+	$(PYTORCH) tests/gen_vectors.py $(SCRATCH)/ref_vectors.h
 	$(CC) $(CFLAGS) -Itests -DREF_VECTORS_FILE='"$(abspath $(SCRATCH))/ref_vectors.h"' $(SUITE) \
 	    -o $(BUILD)/test_mha_fresh $(LDLIBS)
-	$(PYTHON) tests/gen_backward.py $(SCRATCH)/ref_backward.h
+	$(PYTORCH) tests/gen_backward.py $(SCRATCH)/ref_backward.h
 	$(CC) $(CFLAGS) -Itests -DREF_BACKWARD_FILE='"$(abspath $(SCRATCH))/ref_backward.h"' $(BACKWARD) \
 	    -o $(BUILD)/test_backward_fresh $(LDLIBS)
 	@sh tests/run.sh $(BUILD)/test_mha_fresh $(BUILD)/test_backward_fresh
@@ -444,7 +462,7 @@ ort:
 	npm install --prefix $(BUILD)/ort --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0
 
 peers: $(BUILD)/bench $(BUILD)/bench_decode $(BUILD)/blas_mha $(BUILD)/dnnl_mha $(BUILD)/peer_data
-	$(PYTHON) bench/peers.py
+	$(PYTORCH) bench/peers.py
 
 # Instruction counts of one call (T and M; AVX2 and portable builds), as in README.md.
 callgrind:
@@ -473,7 +491,8 @@ uninstall:
 
 # The exporter's round trip: layers trained in PyTorch, exported, run through mha.h (python3-torch).
 export-test: | $(BUILD)
-	$(PYTHON) tests/export/roundtrip.py $(BUILD)/export $(CC)
+	$(call NEED,torch)
+	$(PYTORCH) tests/export/roundtrip.py $(BUILD)/export $(CC)
 
 # Installs into a scratch prefix and builds consumers: pkg-config, find_package, FetchContent.
 install-test:

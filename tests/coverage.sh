@@ -13,7 +13,7 @@ gcc $F tests/fuzz/fuzz_mha.c tests/fuzz/replay.c "$d/test_impl.o" -o "$d/replay"
 gcc $F tests/test_decode.c "$d/test_impl.o" -o "$d/test_decode" -lm
 gcc $F tests/test_backward.c "$d/test_impl.o" -o "$d/test_backward" -lm
 gcc $F -DQ8_LINKED tests/test_q8.c "$d/test_impl.o" -o "$d/test_q8" -lm
-/usr/bin/python3 tests/q8_ref.py "$d/q8_cases.bin" --cases 300 > /dev/null
+${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$d/q8_cases.bin" --cases 300 > /dev/null
 "$d/test_mha" > /dev/null
 "$d/test_decode" > /dev/null
 "$d/test_backward" > /dev/null

@@ -102,13 +102,13 @@ m4f="arm-none-eabi-gcc -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16 -mthum
 # (and with both attention layers in int8: examples/digits/quantize.py's calibration, mha_forward_q8)
 if build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
    build "$B/digits-count.elf" $m4f -DDG_COUNT=3 examples/digits/digits.c -lm &&
-   /usr/bin/python3 examples/digits/quantize.py examples/digits/digits_model.h "$B/digits_q8.h" &&
+   ${PYTHON:-/usr/bin/python3} examples/digits/quantize.py examples/digits/digits_model.h "$B/digits_q8.h" &&
    build "$B/digits-q8.elf" $m4f -DDG_Q8 -I"$B" examples/digits/digits.c -lm &&
    build "$B/digits-q8-count.elf" $m4f -DDG_Q8 -DDG_COUNT=3 -I"$B" examples/digits/digits.c -lm; then
     out=$(sh tests/run.sh "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/digits.elf" \
-        "/usr/bin/python3 tests/cross/count_insns.py mps2-an386 $B/digits-count.elf dg_mark digits" \
+        "${PYTHON:-/usr/bin/python3} tests/cross/count_insns.py mps2-an386 $B/digits-count.elf dg_mark digits" \
         "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/digits-q8.elf" \
-        "/usr/bin/python3 tests/cross/count_insns.py mps2-an386 $B/digits-q8-count.elf dg_mark digits-int8" 2>&1)
+        "${PYTHON:-/usr/bin/python3} tests/cross/count_insns.py mps2-an386 $B/digits-q8-count.elf dg_mark digits-int8" 2>&1)
     printf '%s\n' "$out" | grep -E '^digits|passed,|FAIL'
     add "cortex-m4f digits" "$out"
 else
@@ -124,7 +124,7 @@ else
 fi
 
 # ---- instructions per inference on every emulated Cortex-M core (README table) ----
-out=$(/usr/bin/python3 tests/cross/insn_report.py 2>&1)
+out=$(${PYTHON:-/usr/bin/python3} tests/cross/insn_report.py 2>&1)
 printf '%s\n' "$out" | grep -E '^\||passed,'
 add "instructions per inference (Cortex-M3, M4F, M7, M33, M55)" "$out"
 # ---- no heap, no double: a bare Cortex-M4F image around mha.h ---------------
@@ -183,7 +183,7 @@ linux() { # linux NAME RUNNER CC ARGS...
     add "$name" "$out"
 }
 # the int8 cases of tests/q8_ref.py (numpy) for test_q8 on these targets
-/usr/bin/python3 tests/q8_ref.py "$B/q8_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q8_cases.bin"
+${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$B/q8_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q8_cases.bin"
 linux s390x qemu-s390x s390x-linux-gnu-gcc -static
 linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
 linux i386 "$(sh tests/runner32.sh "$B")" gcc -m32
