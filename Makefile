@@ -474,7 +474,7 @@ VERSION = $(shell sed -n 's/^\#define MHA_VERSION_STRING "\(.*\)"/\1/p' mha.h)
 VMAJOR  = $(word 1,$(subst ., ,$(VERSION)))
 VMINOR  = $(word 2,$(subst ., ,$(VERSION)))
 INSTALLED = include/mha.h share/licenses/mha/LICENSE lib/pkgconfig/mha.pc lib/cmake/mha/mhaConfig.cmake \
-            lib/cmake/mha/mhaConfigVersion.cmake
+            lib/cmake/mha/mhaConfigVersion.cmake lib/cmake/mha/mhaImpl.cmake
 install:
 	mkdir -p $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/licenses/mha $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	    $(DESTDIR)$(PREFIX)/lib/cmake/mha
@@ -482,6 +482,7 @@ install:
 	cp LICENSE $(DESTDIR)$(PREFIX)/share/licenses/mha/LICENSE
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' cmake/mha.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mha.pc
 	cp cmake/mhaConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/mha/mhaConfig.cmake
+	cp cmake/mhaImpl.cmake $(DESTDIR)$(PREFIX)/lib/cmake/mha/mhaImpl.cmake
 	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@MAJOR@|$(VMAJOR)|' -e 's|@MINOR@|$(VMINOR)|' cmake/mhaConfigVersion.cmake.in \
 	    > $(DESTDIR)$(PREFIX)/lib/cmake/mha/mhaConfigVersion.cmake
 

@@ -17,7 +17,7 @@ check() { # check NAME COMMAND...
         cat "$dir/log"; echo "install: $name: FAILED"; failed=$((failed + 1))
     fi
 }
-rm -rf "$prefix" "$dir/find" "$dir/find02" "$dir/find9" "$dir/fetch" "$dir/stage"
+rm -rf "$prefix" "$dir/find" "$dir/find02" "$dir/find9" "$dir/fetch" "$dir/stage" "$dir/impl_find" "$dir/impl_fetch"
 check "make install PREFIX=$prefix" make -s install PREFIX="$prefix"
 check "installed files" sh -c "test -f '$prefix/include/mha.h' && test -f '$prefix/share/licenses/mha/LICENSE' &&
     test -f '$prefix/lib/pkgconfig/mha.pc' && test -f '$prefix/lib/cmake/mha/mhaConfig.cmake' &&
@@ -36,6 +36,15 @@ check "CMake find_package refuses $major.$((minor + 1)) and 9.0 (before 1.0 the 
     ! cmake -S tests/consumer -B '$dir/find9' -DMHA_HOW=find -DMHA_WANT=9.0 -DCMAKE_PREFIX_PATH='$prefix'"
 check "CMake FetchContent consumer (this checkout)" sh -c "cmake -S tests/consumer -B '$dir/fetch' -DMHA_HOW=fetch \
     -DMHA_SOURCE='$root' > /dev/null && cmake --build '$dir/fetch' > /dev/null && '$dir/fetch/app'"
+# mha::impl, with no build type (CMake then passes no -O flag): the implementation's file is
+# compiled with -O2 all the same, and the app links it without defining MHA_IMPLEMENTATION
+for how in find fetch; do
+    check "CMake mha::impl ($how), no build type: the implementation compiled with -O2" sh -c "
+        cmake -S tests/consumer -B '$dir/impl_$how' -DMHA_HOW=$how -DMHA_IMPL=ON -DMHA_SOURCE='$root' \
+            -DCMAKE_PREFIX_PATH='$prefix' > /dev/null &&
+        cmake --build '$dir/impl_$how' --verbose > '$dir/impl_$how.log' 2>&1 &&
+        grep 'mha_impl\.c' '$dir/impl_$how.log' | grep -q -- '-O2' && '$dir/impl_$how/app'"
+done
 check "make uninstall removes every file" sh -c "make -s uninstall PREFIX='$prefix' &&
     test -z \"\$(find '$prefix' -type f)\""
 echo "$passed passed, $failed failed"

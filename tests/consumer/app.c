@@ -1,5 +1,8 @@
-/* A consumer of an installed or fetched mha.h: one forward call. */
+/* A consumer of an installed or fetched mha.h: one forward call. With
+   APP_LINKS_IMPL the implementation comes from the library mha::impl. */
+#ifndef APP_LINKS_IMPL
 #define MHA_IMPLEMENTATION
+#endif
 #include "mha.h"
 #include <stdio.h>
 #include <stdlib.h>
