@@ -6,9 +6,14 @@ As a program:
 MODEL.pt is what torch.save wrote: a torch.nn.MultiheadAttention, a module
 holding one (--attr self_attn for a TransformerEncoderLayer, --attr
 multihead_attn for a TransformerDecoderLayer's cross-attention, any dotted
-path), or a state_dict of one (its in_proj_weight, or q_proj_weight,
-k_proj_weight, v_proj_weight, then in_proj_bias, out_proj.weight,
-out_proj.bias; --heads H is then required: a state_dict does not hold it).
+path such as encoder.layers.0.self_attn), or a state_dict of either (the
+attention's in_proj_weight, or q_proj_weight, k_proj_weight, v_proj_weight,
+then in_proj_bias, out_proj.weight, out_proj.bias, under --attr's prefix
+when it is a whole model's; --heads H is then required: a state_dict does
+not hold it). A state_dict loads with weights_only=True (PyTorch 2.6's
+default); a whole module needs weights_only=False, which the exporter then
+uses and says so (load only files you trust). Every failure is one line on
+stderr and exit status 1.
 
 As a module:
     import export_torch
@@ -28,6 +33,7 @@ Layers that mha.h cannot express are refused with a message: add_bias_kv,
 add_zero_attn. Dropout is not exported (mha.h computes inference).
 """
 import argparse
+import os
 import sys
 
 import torch
@@ -176,6 +182,59 @@ def write_header(layer, name, path, heads=None):
         f.write(text)
 
 
+_ATTN_KEYS = ("in_proj_weight", "q_proj_weight")
+
+
+def _attention_prefixes(sd):
+    """The prefixes under which a state_dict holds attention layers ('' for one at the top)."""
+    out = set()
+    for k in sd:
+        for a in _ATTN_KEYS:
+            if k == a or k.endswith("." + a):
+                out.add(k[:-len(a)].rstrip("."))
+    return sorted(out)
+
+
+def load(path):
+    """torch.load of a save on the CPU: weights_only=True first (all a state_dict needs), and
+    weights_only=False, said on stderr, for a whole module (torch without weights_only: a plain load)."""
+    if not os.path.isfile(path):
+        raise ValueError("%s: no such file" % path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except TypeError:
+        return torch.load(path, map_location="cpu")
+    except Exception:  # pickled classes: a whole module
+        print("export_torch: %s holds a whole module: loaded with weights_only=False (load only files you trust)"
+              % path, file=sys.stderr)
+        return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def select(obj, attr=""):
+    """The attention that --attr names in what torch.save wrote: an attribute path in a module, a
+    key prefix in a state_dict. Raises ValueError, naming the attention layers there, when attr
+    does not lead to one."""
+    if isinstance(obj, dict):
+        prefix = attr + "." if attr else ""
+        sd = {k[len(prefix):]: v for k, v in obj.items() if k.startswith(prefix)}
+        if not any(k in sd for k in _ATTN_KEYS):
+            found = _attention_prefixes(obj)
+            raise ValueError("the state_dict holds no attention layer %s%s" % (
+                "under '%s'" % attr if attr else "at its top level",
+                (": name one with --attr (%s)" % ", ".join(f or "''" for f in found)) if found else ""))
+        return sd
+    for part in filter(None, attr.split(".")):
+        if not hasattr(obj, part):
+            raise ValueError("%s has no attribute '%s' (--attr %s)" % (type(obj).__name__, part, attr))
+        obj = getattr(obj, part)
+    if isinstance(obj, torch.nn.Module) and not isinstance(obj, torch.nn.MultiheadAttention):
+        found = [n for n, mod in obj.named_modules() if isinstance(mod, torch.nn.MultiheadAttention)]
+        raise ValueError("%s is not a MultiheadAttention%s" % (
+            type(obj).__name__, (": name one with --attr (%s)" % ", ".join(
+                ".".join(filter(None, (attr, f))) for f in found)) if found else ""))
+    return obj
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description="Export a PyTorch attention layer as a C header for mha.h.")
     ap.add_argument("model", help="torch.save file: a MultiheadAttention, a module holding one, or a state_dict")
@@ -184,15 +243,10 @@ def main(argv):
     ap.add_argument("--attr", default="", help="dotted path to the attention inside the module (e.g. self_attn)")
     ap.add_argument("--heads", type=int, default=None, help="number of heads (a state_dict does not hold it)")
     a = ap.parse_args(argv)
-    obj = torch.load(a.model)
-    for part in filter(None, a.attr.split(".")):
-        obj = getattr(obj, part)
-    if isinstance(obj, dict) and a.attr == "":
-        obj = {k: v for k, v in obj.items()}
     try:
-        write_header(obj, a.name, a.out, a.heads)
-    except (ValueError, TypeError) as e:
-        print("export_torch: %s" % e, file=sys.stderr)
+        write_header(select(load(a.model), a.attr), a.name, a.out, a.heads)
+    except Exception as e:  # one line, never a traceback
+        print("export_torch: %s" % (str(e).splitlines() or [type(e).__name__])[0], file=sys.stderr)
         return 1
     return 0
 

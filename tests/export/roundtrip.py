@@ -17,7 +17,13 @@ Writes BUILD/roundtrip_data.h, then builds and runs the C side, which prints
     equals mha.h's attn [batch][heads][n][m];
   - a query whose keys are all masked: PyTorch gives NaN, mha.h gives b_o
     (zero weights), d2l's masked_softmax gives uniform weights;
-  - add_bias_kv and add_zero_attn are refused with a message.
+  - add_bias_kv and add_zero_attn are refused with a message;
+  - every save form through the command line (a bare module, its
+    state_dict, a whole TransformerEncoderLayer and TransformerDecoderLayer
+    with --attr, a whole model's state_dict with --attr
+    encoder.layers.0.self_attn): the header of the module API for that
+    attention, byte for byte; and mistakes (no --attr, a wrong one, no
+    --heads, a missing file) one line on stderr, exit status 1, no traceback.
 Usage: roundtrip.py BUILD_DIR [CC]
 """
 import os
@@ -101,6 +107,49 @@ def main():
     with torch.no_grad():
         y_c, _ = bm(x, x, x, attn_mask=torch.triu(torch.ones(N, N, dtype=torch.bool), 1), need_weights=False)
     out.append(export_torch.c_arrays({"x": x, "y_causal": y_c}, "b_"))
+
+    # every save form through the command line: the module API's header for that attention
+    def cli(path, *extra):
+        r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "examples", "export_torch.py"), path,
+                            "x", os.path.join(build, "form.h")] + list(extra), capture_output=True, text=True)
+        text = open(os.path.join(build, "form.h")).read() if r.returncode == 0 else None
+        return r.returncode, text, r.stderr
+
+    enc = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+    dec = torch.nn.TransformerDecoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+    model = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32), 2)
+    holder = torch.nn.Module()
+    holder.encoder = model
+    forms = (("a bare MultiheadAttention", a, False, [], a),
+             ("its state_dict, --heads 4", a, True, ["--heads", "4"], a),
+             ("a whole TransformerEncoderLayer, --attr self_attn", enc, False, ["--attr", "self_attn"], enc.self_attn),
+             ("a whole TransformerDecoderLayer, --attr multihead_attn", dec, False, ["--attr", "multihead_attn"],
+              dec.multihead_attn),
+             ("a whole model's state_dict, --attr encoder.layers.1.self_attn --heads 2", holder, True,
+              ["--attr", "encoder.layers.1.self_attn", "--heads", "2"], model.layers[1].self_attn))
+    for what, obj, as_sd, extra, attn in forms:
+        path = os.path.join(build, "form.pt")
+        torch.save(obj.state_dict() if as_sd else obj, path)
+        code, text, err = cli(path, *extra)
+        ok = code == 0 and text == export_torch.header_text(attn, "x")
+        print("export: command line, %s: %s" % (what, "ok" if ok else "FAILED " + err.strip()))
+        passed, failed = passed + ok, failed + (not ok)
+    mistakes = (("a whole model's state_dict without --attr", holder, True, ["--heads", "2"], "--attr"),
+                ("a whole module without --attr", enc, False, [], "self_attn"),
+                ("a wrong --attr", enc, False, ["--attr", "self_atn"], "self_atn"),
+                ("a state_dict without --heads", a, True, [], "--heads"))
+    for what, obj, as_sd, extra, named in mistakes:
+        path = os.path.join(build, "form.pt")
+        torch.save(obj.state_dict() if as_sd else obj, path)
+        code, _, err = cli(path, *extra)
+        lines = [x for x in err.splitlines() if not x.endswith("(load only files you trust)")]
+        ok = code == 1 and len(lines) == 1 and named in lines[0] and "Traceback" not in err
+        print("export: %s: %s" % (what, (lines or ["(nothing)"])[0] if ok else "FAILED: " + err.strip()))
+        passed, failed = passed + ok, failed + (not ok)
+    code, _, err = cli(os.path.join(build, "no-such.pt"))
+    ok = code == 1 and len(err.splitlines()) == 1 and "no such file" in err
+    print("export: a missing file:", err.strip() if ok else "FAILED " + err)
+    passed, failed = passed + ok, failed + (not ok)
 
     # refusals
     for kw, what in (({"add_bias_kv": True}, "add_bias_kv"), ({"add_zero_attn": True}, "add_zero_attn")):
