@@ -16,7 +16,7 @@
 #   make coverage   line and branch coverage of mha.h by the suite (gcc, gcov)
 #   make lint       cppcheck and clang-tidy (config in .clang-tidy)
 #   make cross-test the tests on Cortex-M, AVR, s390x, aarch64 and i386 (emulated)
-#   make size       the size and stack table of README.md, regenerated
+#   make size       the size and stack table of docs/firmware.md, regenerated
 #   make bench      the fast path on the benchmark shapes: time, GFLOP/s, % of peak, threads, vs reference;
 #                   then decoding steps: GB/s, % of the measured bandwidth, 2 threads, vs a llama2.c-style loop
 #   make peers      mha.h against PyTorch, OpenBLAS and oneDNN compositions (and ONNX Runtime
@@ -117,7 +117,7 @@ endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backward_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
-EXAMPLES = encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
+EXAMPLES = quickstart encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(Q8MODELS) $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
@@ -289,7 +289,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@$(if $(SKIPPED),echo "$(SKIPPED)")
-	@sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" \
+	@sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" "sh tests/docs_check.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
 run: $(BUILD)/encoder_block
@@ -464,7 +464,7 @@ ort:
 peers: $(BUILD)/bench $(BUILD)/bench_decode $(BUILD)/blas_mha $(BUILD)/dnnl_mha $(BUILD)/peer_data
 	$(PYTORCH) bench/peers.py
 
-# Instruction counts of one call (T and M; AVX2 and portable builds), as in README.md.
+# Instruction counts of one call (T and M; AVX2 and portable builds), as in docs/performance.md.
 callgrind:
 	@sh bench/callgrind.sh
 

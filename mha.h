@@ -46,14 +46,14 @@
    GEMMs and a fused attention that never holds the n x m scores, for the
    vector unit the compiler targets (AVX-512F, AVX2+FMA, NEON, else portable
    C): build with -march=native (-mcpu=native on aarch64) to use yours; see
-   the README. The plain reference path stays compiled: mha_forward_reference,
+   docs/performance.md. The plain reference path stays compiled: mha_forward_reference,
    mha_head. mha_build_info() tells what was compiled.
 
    Memory: the library never allocates; the caller passes a workspace of
    mha_workspace_size() bytes (any alignment), or MHA_WORKSPACE_BYTES() for a
    static buffer; the reference path keeps its call state there too. Stack use
    is fixed, with no recursion and no variable-length arrays: at most 272
-   bytes per call on a Cortex-M4F at -Os, 256 with MHA_NO_EXTRAS (README,
+   bytes per call on a Cortex-M4F at -Os, 256 with MHA_NO_EXTRAS (docs/firmware.md,
    "Size and stack").
    Threads: there is no mutable static state; calls are reentrant and may run
    concurrently when each has its own workspace and output.
@@ -147,8 +147,7 @@ typedef struct mha_shape {
     mha_score score;              /* MHA_SCORE_DOT or MHA_SCORE_ADDITIVE */
     int32_t p_a;                  /* additive only: hidden size (>= 1); ignored for dot */
     float scale;                  /* dot only: score multiplier; 0 means 1/sqrt(p_k); must be finite */
-    /* Knobs of today's decoder layers (README, "Positions, soft-cap and
-       sinks"); each 0 = off. Positions: key j of mha_forward and mha_attend
+    /* Knobs of today's decoder layers (docs/positions.md); each 0 = off. Positions: key j of mha_forward and mha_attend
        is at position j, query row t at t + mask->causal_offset (t without a
        mask); mha_decode uses the cache's positions. */
     int32_t rope_dim;             /* RoPE on the first rope_dim entries of every projected q and k:
@@ -172,8 +171,7 @@ enum {
    (mha_cache.type): 32-bit float, or 16-bit floats held as their bits in
    uint16_t (IEEE binary16, bfloat16). The arithmetic is fp32 for every type:
    16-bit elements are converted exactly on reading, and values written to a
-   16-bit cache are rounded to nearest, ties to even (README, "16-bit
-   weights and caches"). */
+   16-bit cache are rounded to nearest, ties to even (docs/16bit.md). */
 enum {
     MHA_F32 = 0,
     MHA_F16 = 1, /* IEEE binary16: 5 exponent bits, 10 fraction bits */
@@ -300,7 +298,7 @@ MHADEF size_t mha_reference_workspace_size(const mha_shape *shape, int32_t batch
    ln(sum_j e^(s_j) + e^(sink)) over its visible scores s_j (after the
    scale, masks, bias and knobs). A row that sees no key saves -inf without
    sinks and the sink's logit with one (ln e^(sink)). mha_backward
-   takes them (README, "Training"). Same workspace as mha_forward; lse NULL
+   takes them (docs/training.md). Same workspace as mha_forward; lse NULL
    is mha_forward. Returns as mha_forward; under MHA_NO_EXTRAS, which leaves
    the statistics out, MHA_ERR_SHAPE for a non-NULL lse (nothing written). */
 MHADEF mha_status mha_forward_lse(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
@@ -462,7 +460,7 @@ MHADEF mha_status mha_output(const mha_shape *shape, const mha_weights *w, const
 MHADEF mha_status mha_output_rows(const mha_shape *shape, const mha_weights *w, int32_t rows, const float *concat,
                                   float *out);
 
-/* Training: the gradients of a forward pass (README, "Training"; the fast
+/* Training: the gradients of a forward pass (docs/training.md; the fast
    path under MHA_FAST 1 for dot scoring without the soft-cap, else the
    reference path). For mha_forward's inputs and the gradient of a loss with
    respect to its output, d_out [batch][n][p_o]:
@@ -516,8 +514,7 @@ MHADEF float mha_f32_from_bf16(uint16_t h);
 
 /* ---- int8 attention ---------------------------------------------------------
    mha_forward in 8-bit integers with TFLite's quantisation scheme, for cores
-   without an FPU: no float operation at all on the way (README, "int8
-   attention").
+   without an FPU: no float operation at all on the way (docs/int8.md).
    A tensor's real value is scale (q - zero); int8 activations have a scale
    and a zero point per tensor, weights a scale per row and zero point 0,
    biases are int32 with scale s_in s_w[row] and zero point 0. Every
@@ -716,7 +713,7 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 
 /* MHA_BF16_DOT 1 (opt-in): the fast path multiplies bf16 weights by bf16
    activations on AVX512-BF16 (vdpbf16ps), where the compiler targets it;
-   ignored elsewhere (README, "bf16 products"). */
+   ignored elsewhere (docs/16bit.md, "bf16 products"). */
 #if defined(MHA_BF16_DOT) && (0 - MHA_BF16_DOT - 1) == 1 /* defined empty: 1 */
 #undef MHA_BF16_DOT
 #define MHA_BF16_DOT 1
@@ -758,8 +755,8 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit l
 #define MHA__Q8_DSP 0
 #endif
 
-/* MHA_Q8_SINGLE_ROUNDING 1: the int8 path's rescales round once (README,
-   "int8 attention"); default 0, TFLite's two roundings. */
+/* MHA_Q8_SINGLE_ROUNDING 1: the int8 path's rescales round once
+   (docs/int8.md); default 0, TFLite's two roundings. */
 #if defined(MHA_Q8_SINGLE_ROUNDING) && (0 - MHA_Q8_SINGLE_ROUNDING - 1) == 1 /* defined empty: 1 */
 #undef MHA_Q8_SINGLE_ROUNDING
 #define MHA_Q8_SINGLE_ROUNDING 1

@@ -1,5 +1,5 @@
 /* bench/bench_decode.c - times one decoding step (mha_decode over a KV cache)
-   on the decode shapes of README.md, "Benchmark", batch 1.
+   on the decode shapes of docs/performance.md, "Benchmark", batch 1.
 
    A step reads every cached key and value and every weight once: it is bound
    by memory bandwidth, not by FLOPs. So this program first measures the

@@ -5,8 +5,8 @@
 # portable code many times slower), under valgrind --tool=callgrind (which
 # cannot run AVX-512 code). Counts only what runs inside the library's call
 # (mha__enter, its checks, and mha__compute, the stages).
-#   bench/callgrind.sh            prints the table of README.md, "Benchmark"
-#   bench/callgrind.sh --check    also compares each count with README.md's
+#   bench/callgrind.sh            prints the table of docs/performance.md, "Benchmark"
+#   bench/callgrind.sh --check    also compares each count with docs/performance.md's
 #                                 (within 3 %) and prints "N passed, M failed"
 B=${BUILD:-build}
 CC=${CC:-cc}
@@ -26,12 +26,12 @@ for build in avx2 portable portable-O3; do
         [ -n "$ir" ] || ir=$(printf '%s\n' "$out" | sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d ,)
         echo "| $build | $shape | $ir |"
         if [ "${1:-}" = --check ]; then
-            want=$(sed -n "s/^| $build | $shape | \([0-9]*\) |\$/\1/p" README.md | head -n 1)
+            want=$(sed -n "s/^| $build | $shape | \([0-9]*\) |\$/\1/p" docs/performance.md | head -n 1)
             if [ -n "$want" ] && [ -n "$ir" ] &&
                 awk -v a="$ir" -v b="$want" 'BEGIN{d=a-b; if (d<0) d=-d; exit !(d <= 0.03*b)}'; then
                 passed=$((passed + 1))
             else
-                echo "callgrind $build $shape: $ir instructions, README.md records ${want:-nothing}"
+                echo "callgrind $build $shape: $ir instructions, docs/performance.md records ${want:-nothing}"
                 failed=$((failed + 1))
             fi
         fi

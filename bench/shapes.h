@@ -1,4 +1,4 @@
-/* bench/shapes.h - the benchmark shapes of README.md, "Benchmark" (n, m, d, h, p),
+/* bench/shapes.h - the benchmark shapes of docs/performance.md, "Benchmark" (n, m, d, h, p),
    shared by bench/bench.c and the peers' programs (bench/blas_mha.c,
    bench/dnnl_mha.c, bench/peer_data.c). */
 #ifndef BENCH_SHAPES_H

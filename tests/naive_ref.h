@@ -1,6 +1,6 @@
 /* A deliberately plain double-precision attention, written apart from mha.h's
    kernels, used by the fuzzer and the hostile-input tests as a second opinion.
-   It follows the README's definition literally and allocates freely. Masks use
+   It follows the docs' definition literally and allocates freely. Masks use
    64-bit arithmetic for the causal bound. Fully masked rows give zero weights.
    The decoder knobs as the README defines them: RoPE on the projected q and k
    (angles P theta^(-2a/r) in double), the soft-cap, ALiBi with the published

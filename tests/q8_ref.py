@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The int8 path's arithmetic in numpy, written from README's "int8" section
+"""The int8 path's arithmetic in numpy, written from docs/int8.md
 (not from mha.h), and a generator of test cases for tests/test_q8.c.
 
     q8_ref.py OUT.bin [--cases N] [--seed S]     N random cases into OUT.bin

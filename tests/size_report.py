@@ -8,7 +8,7 @@ the deepest chain of callees in the call graph (-fcallgraph-info). Functions
 outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
 
     size_report.py            print the table
-    size_report.py --readme   also rewrite the table in README.md
+    size_report.py --readme   also rewrite the table in docs/firmware.md
     size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
                               <= 19456 everything, <= 2560 for mha_forward in
                               the smallest, <= 3072 for the decoder
@@ -300,7 +300,7 @@ def main():
     text = "\n".join(table)
     print(text)
     if "--readme" in sys.argv:
-        path = os.path.join(ROOT, "README.md")
+        path = os.path.join(ROOT, "docs", "firmware.md")
         readme = open(path).read()
         begin, end = "<!-- size-table begin -->", "<!-- size-table end -->"
         a, b = readme.index(begin) + len(begin), readme.index(end)

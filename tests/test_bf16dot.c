@@ -5,7 +5,7 @@
    unrounded inputs. Built with -mavx512bf16; run only where the CPU has it
    (tests/if_cpu.sh avx512_bf16).
 
-   The bound (README, "bf16 products"): |out - ref| <= TOL (1 + |ref|) for
+   The bound (docs, "bf16 products"): |out - ref| <= TOL (1 + |ref|) for
    every output, TOL = 2^-6. Each product's activation is rounded to 8
    significant bits (relative error <= 2^-9), and that error passes through
    up to four products (a projection, the scores, the weights times values,

@@ -484,7 +484,7 @@ static double cache_elt(const void *p, int32_t type, size_t i) {
 
 /* The position that slot j of a one-sequence cache of capacity cap holds
    after e appended: j, or (a ring that wrapped) the latest p < e with
-   p mod cap == j (README, "Decoding with a KV cache"). */
+   p mod cap == j (docs, "Decoding with a KV cache"). */
 static int32_t slot_position(int32_t j, int32_t e, int32_t cap) {
     return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
 }
@@ -493,7 +493,7 @@ static int32_t slot_position(int32_t j, int32_t e, int32_t cap) {
    a one-sequence cache that holds e positions, computed from the same
    rounded values mha.h reads: the weights as the floats wq, bq, wo, bo (the
    16-bit ones converted), the cache's elements converted exactly. Position
-   p lives in slot p, or p mod capacity once e > capacity (README); the
+   p lives in slot p, or p mod capacity once e > capacity (docs); the
    query sees p <= P, with a window only p > P - window. Into out as floats. */
 static void oracle_step(const mha_shape *s, const float *wq, const float *bq, const float *wo, const float *bo,
                         const mha_cache *c, int32_t e, const float *x, int32_t P, float *out) {

@@ -1,4 +1,4 @@
-/* Hostile input: one group of checks per row of the README's bad-input table,
+/* Hostile input: one group of checks per row of the docs' bad-input table,
    plus the canary test (guard bytes around every output, hashes of every
    input) and run-to-run determinism. */
 #include "naive_ref.h"

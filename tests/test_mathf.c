@@ -204,10 +204,10 @@ int main(void) {
     int ok;
     e_exp = sweep(mha__expf, exp, -87.3f, 88.7f, &wx, &n);
     printf("expf  on [-87.3, 88.7]: max %.3f ulp at %.9g over %lu points\n", e_exp, (double)wx, n);
-    CHECK(e_exp <= 1.0, "expf: %.3f ulp > 1 (the README's bound)", e_exp);
+    CHECK(e_exp <= 1.0, "expf: %.3f ulp > 1 (the docs' bound)", e_exp);
     e_tanh = sweep(mha__tanhf, tanh, -10.0f, 10.0f, &wx, &n);
     printf("tanhf on [-10, 10]:     max %.3f ulp at %.9g over %lu points\n", e_tanh, (double)wx, n);
-    CHECK(e_tanh <= 1.2, "tanhf: %.3f ulp > 1.2 (the README's bound)", e_tanh);
+    CHECK(e_tanh <= 1.2, "tanhf: %.3f ulp > 1.2 (the docs' bound)", e_tanh);
     e_sqrt = sweep(mha__sqrtf, sqrt, FLT_MIN, FLT_MAX, &wx, &n);
     printf("sqrtf on [FLT_MIN, FLT_MAX]: max %.3f ulp at %.9g over %lu points\n", e_sqrt, (double)wx, n);
     e_sqrt_sub = sweep(mha__sqrtf, sqrt, 1e-45f, FLT_MIN, &wx, &n);

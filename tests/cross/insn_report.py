@@ -7,7 +7,7 @@ mha_decode_q8). MHA_NO_LIBM=1, -O2; counted exactly by tests/cross/count_insns.p
 
     insn_report.py            print the table; "N passed, M failed" (a core whose program
                               fails or gives no count fails)
-    insn_report.py --readme   also rewrite the table in README.md between its markers
+    insn_report.py --readme   also rewrite the table in docs/firmware.md between its markers
 """
 import os
 import re
@@ -66,7 +66,7 @@ def main(argv):
              "\n|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(table)
     if "--readme" in argv:
-        path = os.path.join(ROOT, "README.md")
+        path = os.path.join(ROOT, "docs", "firmware.md")
         text = open(path).read()
         begin, end = "<!-- insn-table begin -->\n", "<!-- insn-table end -->"
         a, b = text.index(begin) + len(begin), text.index(end)

@@ -5,7 +5,7 @@ weights are not their initialisation), exports them, runs them in C through
 mha.h (tests/export/roundtrip.c) and compares with PyTorch's own outputs.
 
 Writes BUILD/roundtrip_data.h, then builds and runs the C side, which prints
-"N passed, M failed". What it backs (README, "Coming from PyTorch or d2l"):
+"N passed, M failed". What it backs (docs, "Coming from PyTorch or d2l"):
   - separate q/k/v weights with kdim != vdim != E, every bias; the packed
     in_proj_weight with its in_proj_bias chunks (exported from a state_dict
     by the command line, --heads);

@@ -2,7 +2,7 @@
    shape and score kind, batch/n/m, masks, which pointer (if any) is NULL, the
    workspace size and offset, and the data. For each input it checks that
      1. the status equals fuzz_expected_status(), an independent predicate
-        written from the README's error table (exact byte counts);
+        written from the docs' error table (exact byte counts);
      2. with finite data, an MHA_OK result is finite;
      3. mha_forward agrees with naive_forward (tests/naive_ref.h, double);
      3b. on the fast path (MHA_FAST 1), with NaN and inf values too (not with
@@ -15,7 +15,7 @@
    decoding call with the same shape and weights (fz_decode): a KV cache of
    any capacity, window, element type and lengths, self- or cross-attention,
    NULLs, a short or missing workspace; the status must equal
-   fz_decode_status(), an independent predicate written from the README's
+   fz_decode_status(), an independent predicate written from the docs'
    decoding rules; on an error the cache and lengths are unchanged; on the
    fast path mha_decode agrees with mha_decode_reference.
    After that, the input's next bytes may drive mha_backward on the same
@@ -33,7 +33,7 @@
    Last, the input's next bytes may drive mha_forward_q8 on the same sizes
    and mask (fz_q8): int8 data, and rescale rows and zero points drawn raw
    (any multiplier and shift) or valid; the status must be MHA_ERR_SHAPE
-   exactly when one is out of the README's ranges (a shift outside [-31, 30]
+   exactly when one is out of the docs' ranges (a shift outside [-31, 30]
    whatever the multiplier, a multiplier neither 0 nor in [2^30, 2^31), a
    zero point outside int8), MHA_OK otherwise, with out untouched on an
    error and no undefined behaviour on the way (UBSan).
@@ -149,7 +149,7 @@ static float *fz_lse(fuzz_reader *r, const mha_shape *s, const mha_weights *w, i
         naive_forward(s, w, batch, n, m, q, k, v, mask, ro, NULL);
         naive_lse = NULL;
         for (j = 0; j < nl; ++j) { /* within 1e-4 (1 + |lse|), and a float's rounding of ALiBi's shift of the
-                                      row (README, "Saved statistics": the value has it taken out) */
+                                      row (docs, "Saved statistics": the value has it taken out) */
             const int64_t P = (int64_t)(j % (size_t)n) + (mask ? (int64_t)mask->causal_offset : 0);
             const int64_t dref = P < 0 ? P : P >= (int64_t)m ? P - (int64_t)(m ? m - 1 : 0) : 0;
             const double shift = s->alibi ? naive_slope(s->heads, (int32_t)(j / (size_t)n % (size_t)s->heads)) *
@@ -229,7 +229,7 @@ static void fz_backward_again(const mha_shape *s, const mha_weights *w, int32_t 
 
 /* A rescale from the input: mostly a valid one (mha_q8_rescale_make of a
    factor in [2^-20, 2^10)), else any multiplier and shift; *ok cleared when
-   it is out of the README's ranges. */
+   it is out of the docs' ranges. */
 static mha_q8_rescale fz_rescale(fuzz_reader *r, int *ok) {
     mha_q8_rescale x;
     uint8_t b = fz_byte(r);

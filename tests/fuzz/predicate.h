@@ -9,7 +9,7 @@
 #define FUZZ_PREDICATE_H
 
 /* The last position a windowed cache may reach: INT32_MAX, or SIZE_MAX where
-   size_t is narrower (README, "Decoding with a KV cache"). */
+   size_t is narrower (docs, "Decoding with a KV cache"). */
 #if SIZE_MAX < INT32_MAX
 #define FZ_POS_MAX ((int64_t)SIZE_MAX)
 #else
@@ -42,7 +42,7 @@ static int fz_knobs_valid(const mha_shape *s) {
            isfinite(s->softcap) && s->softcap >= 0.0f;
 }
 
-/* The status mha_forward must return, from the README's rules alone. */
+/* The status mha_forward must return, from the docs' rules alone. */
 static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_t n, int32_t m, int null_which,
                                        const mha_mask *mask, int want_attn, const void *ws, size_t ws_bytes) {
     int32_t kv = s->kv_heads == 0 ? s->heads : s->kv_heads;
@@ -97,7 +97,7 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
 }
 
 /* The status mha_decode (queries given) must return for a valid shape, from
-   the README's decoding rules alone. kv: 0 neither keys nor values (cross-
+   the docs' decoding rules alone. kv: 0 neither keys nor values (cross-
    attention), 1 both, 2 keys only, 3 values only; null_which: 1 the cache,
    2 cache->k, 3 cache->length, 4 queries, 5 out. */
 static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t, int32_t cap, int32_t window,
