@@ -2985,11 +2985,11 @@ MHA__PRIVATE void mha__fast_additive(const mha__fast *f, size_t l, const float *
         }
 }
 
-/* One tile of step 2 (mha__fast_tile): head i = g grp + gi, rows t0 ..
+/* One tile of step 2 (mha__fast_tile): head g grp + gi, rows t0 ..
    t0+rv-1 of batch entry b (row0 the first's row in the batch), the keys
    each row may see (hi), the queries qt and, additive, aq. */
 typedef struct mha__tile {
-    size_t gi, i, t0, rv, row0;
+    size_t gi, t0, rv, row0;
     const size_t *hi;
     const float *qt, *aq;
     float scale, slope;
@@ -3066,7 +3066,6 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     mha__gemm_args ga;
     mha__tile t;
     t.gi = gi;
-    t.i = i;
     t.t0 = t0;
     t.rv = rv;
     t.row0 = row0;
