@@ -289,7 +289,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@$(if $(SKIPPED),echo "$(SKIPPED)")
-	@sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" "sh tests/docs_check.sh $(BUILD)" \
+	@RUN_JOBS=$(JOBS) sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" "sh tests/docs_check.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
 run: $(BUILD)/encoder_block

@@ -2,28 +2,51 @@
 # Runs each test program given, shows its output, and adds up the
 # "N passed, M failed" lines. Exits non-zero if any program fails or
 # prints no such line. Usage: tests/run.sh PROGRAM [PROGRAM...]
+# RUN_JOBS=N runs N programs at a time (make test: one per core); their
+# outputs are shown whole, in the order given.
 passed=0
 failed=0
-for prog in "$@"; do
-    echo "== $prog"
-    out=$($prog 2>&1)
-    code=$?
-    printf '%s\n' "$out"
-    line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+jobs=${RUN_JOBS:-1}
+tally() { # tally PROGRAM OUTPUT CODE
+    printf '%s\n' "$2"
+    line=$(printf '%s\n' "$2" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
     if [ -z "$line" ]; then
-        echo "$prog: no summary line (exit $code)"
+        echo "$1: no summary line (exit $3)"
         failed=$((failed + 1))
-        continue
+        return
     fi
     p=${line%% passed*}
     f=${line#*passed, }
     f=${f%% failed*}
     passed=$((passed + p))
     failed=$((failed + f))
-    if [ "$code" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "$prog: exit $code"
+    if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "$1: exit $3"
         failed=$((failed + 1))
     fi
-done
+}
+if [ "$jobs" -le 1 ]; then
+    for prog in "$@"; do
+        echo "== $prog"
+        out=$($prog 2>&1)
+        tally "$prog" "$out" $?
+    done
+else
+    tmp=$(mktemp -d)
+    i=0
+    for prog in "$@"; do
+        i=$((i + 1))
+        ( $prog > "$tmp/out.$i" 2>&1; echo $? > "$tmp/rc.$i" ) &
+        [ $((i % jobs)) -eq 0 ] && wait
+    done
+    wait
+    i=0
+    for prog in "$@"; do
+        i=$((i + 1))
+        echo "== $prog"
+        tally "$prog" "$(cat "$tmp/out.$i")" "$(cat "$tmp/rc.$i" 2>/dev/null || echo 1)"
+    done
+    rm -rf "$tmp"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
