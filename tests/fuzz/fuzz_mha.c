@@ -138,6 +138,9 @@ static float *fz_lse(fuzz_reader *r, const mha_shape *s, const mha_weights *w, i
     if (st != MHA_ERR_SHAPE) FZ_FAIL("forward_lse under MHA_NO_EXTRAS: status %d", (int)st);
     free(lse);
     lse = NULL;
+    (void)r;
+    (void)replace;
+    (void)finite;
 #else
     size_t j;
     if (st != MHA_OK || mha_forward(s, w, batch, n, m, q, k, v, mask, o2, NULL, ws, fb) != MHA_OK)
@@ -164,9 +167,6 @@ static float *fz_lse(fuzz_reader *r, const mha_shape *s, const mha_weights *w, i
     if (replace && nl) /* (tcc's INFINITY and NAN are not constant expressions: no table) */
         lse[fz_byte(r) % nl] = replace == 1 ? -INFINITY : replace == 2 ? NAN : INFINITY;
 #endif
-    (void)r;
-    (void)replace;
-    (void)finite;
     free(o1);
     free(o2);
     free(ws);
