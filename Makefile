@@ -105,6 +105,7 @@ DECODESIMD = $(BUILD)/test_decode_avx512
 FASTMHA  = -mavx2 -mfma
 F16C     = -mf16c # the AVX2 decode builds: f16 conversions by F16C (the portable builds test the lane-by-lane ones)
 IFSIMD   = sh tests/if_cpu.sh avx2,fma
+IFFAST   = sh tests/if_cpu.sh avx2,fma,f16c # the programs built with CFG_fast
 VGFAST   = "sh tests/if_cpu.sh avx2,fma valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_fast_avx2 240 4001"
 else
 FASTSIMD =
@@ -112,6 +113,7 @@ FASTRUN  = $(BUILD)/test_mha_fast $(BUILD)/test_decode_fast $(BUILD)/test_backwa
 DECODESIMD =
 FASTMHA  =
 IFSIMD   =
+IFFAST   =
 VGFAST   =
 endif
 FASTDEP  = tests/test_fast.c $(TESTDEP)
@@ -149,7 +151,7 @@ CFG_ref      =
 CFG_portable = -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256)
 CFG_fast     = -DMHA_FAST=1 $(FASTMHA) $(F16C)
 CFG_avx512   = -DMHA_FAST=1 -mavx512f -mfma $(DCH256)
-.PRECIOUS: $(BUILD)/impl_%.o
+.PRECIOUS: $(BUILD)/impl_%.o $(BUILD)/asan_impl_%.o
 $(BUILD)/impl_%.o: tests/test_impl.c mha.h | $(BUILD)
 	$(CC) $(TFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
 
@@ -267,20 +269,22 @@ $(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h | $(BU
 # make models: both models trained again from scratch (seeded; needs python3-torch and
 # python3-sklearn) into $(BUILD)/models, and each C program built against the new headers and
 # run: they must agree with the retrained models (not bitwise with the committed weights:
-# training on another CPU may round differently); and PyTorch's loss curve of examples/train
-# run again, for train.c to match.
+# training on another CPU may round differently, and the language model trains on one thread
+# a core here, on one for the committed model); and PyTorch's loss curve of examples/train
+# run again, for train.c to match. The language model trains while the other two do.
 models: | $(BUILD)
 	$(call NEED,torch sklearn)
 	rm -rf $(BUILD)/models && mkdir -p $(BUILD)/models/digits $(BUILD)/models/tinylm $(BUILD)/models/train
 	cp examples/digits/digits.c $(BUILD)/models/digits/ && cp examples/tinylm/tinylm.c $(BUILD)/models/tinylm/
 	cp examples/train/train.c $(BUILD)/models/train/
-	$(PYTORCH) examples/train/train_torch.py $(BUILD)/models/train/torch_curve.h
-	$(PYTORCH) examples/digits/train.py $(BUILD)/models/digits/digits_model.h
-	$(PYTORCH) examples/tinylm/train.py $(BUILD)/models/tinylm
+	$(PYTORCH) examples/tinylm/train.py --threads $(JOBS) $(BUILD)/models/tinylm & tl=$$!; \
+	$(PYTORCH) examples/train/train_torch.py $(BUILD)/models/train/torch_curve.h && \
+	$(PYTORCH) examples/digits/train.py $(BUILD)/models/digits/digits_model.h; st=$$?; \
+	wait $$tl && [ $$st -eq 0 ]
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/digits/digits.c -o $(BUILD)/models/digits/digits $(LDLIBS)
 	$(CC) $(CFLAGS) $(STRICT) -I. -Iexamples $(BUILD)/models/tinylm/tinylm.c -o $(BUILD)/models/tinylm/tinylm $(LDLIBS)
 	$(CC) $(CFLAGS) $(STRICT) -I. $(BUILD)/models/train/train.c -o $(BUILD)/models/train/train $(LDLIBS)
-	@sh tests/run.sh $(BUILD)/models/digits/digits $(BUILD)/models/tinylm/tinylm $(BUILD)/models/train/train
+	@RUN_JOBS=$(JOBS) sh tests/run.sh $(BUILD)/models/digits/digits $(BUILD)/models/tinylm/tinylm $(BUILD)/models/train/train
 
 examples: $(EXBINS) $(MODELS)
 
@@ -296,33 +300,53 @@ run: $(BUILD)/encoder_block
 	$(BUILD)/encoder_block
 
 SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -std=c99 -Itests
+# as make test: the implementation once per configuration (ref, portable, fast), linked into the
+# programs that use only its public functions; the tests of private functions compile it themselves
+ASAN = $(BUILD)/asan_mha $(BUILD)/asan_hostile $(BUILD)/asan_replay $(BUILD)/asan_fast $(BUILD)/asan_fast_simd \
+       $(BUILD)/asan_hostile_fast $(BUILD)/asan_replay_fast $(BUILD)/asan_decode $(BUILD)/asan_backward \
+       $(BUILD)/asan_backward_portable $(BUILD)/asan_backward_fast $(BUILD)/asan_decode_portable \
+       $(BUILD)/asan_decode_fast $(ASANBF) $(BUILD)/asan_q8 $(BUILD)/q8_cases.bin
+$(BUILD)/asan_impl_%.o: tests/test_impl.c mha.h | $(BUILD)
+	clang $(SANFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
+$(BUILD)/asan_mha: $(SUITEDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_mha.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/asan_hostile: $(HOSTILE) $(TESTDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_hostile.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/asan_hostile_fast: $(HOSTILE) $(TESTDEP) $(BUILD)/asan_impl_fast.o | $(BUILD)
+	clang $(SANFLAGS) $(CFG_fast) tests/test_hostile.c $(BUILD)/asan_impl_fast.o -o $@ $(LDLIBS)
+$(BUILD)/asan_replay: $(REPLAY) $(TESTDEP) tests/fuzz/predicate.h $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/fuzz/fuzz_mha.c tests/fuzz/replay.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/asan_replay_fast: $(REPLAY) $(TESTDEP) tests/fuzz/predicate.h $(BUILD)/asan_impl_fast.o | $(BUILD)
+	clang $(SANFLAGS) $(CFG_fast) tests/fuzz/fuzz_mha.c tests/fuzz/replay.c $(BUILD)/asan_impl_fast.o -o $@ $(LDLIBS)
+$(BUILD)/asan_decode: $(DECODE) $(TESTDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_decode.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/asan_decode_%: $(DECODE) $(TESTDEP) $(BUILD)/asan_impl_%.o | $(BUILD)
+	clang $(SANFLAGS) $(CFG_$*) tests/test_decode.c $(BUILD)/asan_impl_$*.o -o $@ $(LDLIBS)
+$(BUILD)/asan_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_backward.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/asan_backward_%: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/asan_impl_%.o | $(BUILD)
+	clang $(SANFLAGS) $(CFG_$*) tests/test_backward.c $(BUILD)/asan_impl_$*.o -o $@ $(LDLIBS)
+$(BUILD)/asan_fast: $(FASTDEP) | $(BUILD)
+	clang $(SANFLAGS) -DMHA_NO_SIMD=1 tests/test_fast.c -o $@ $(LDLIBS)
+$(BUILD)/asan_fast_simd: $(FASTDEP) | $(BUILD)
+	clang $(SANFLAGS) $(FASTMHA) tests/test_fast.c -o $@ $(LDLIBS)
+$(BUILD)/asan_bf16dot: tests/test_bf16dot.c tests/two_threads.h $(TESTDEP) | $(BUILD)
+	clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $@ $(LDLIBS) -pthread
+$(BUILD)/asan_q8: $(Q8DEP) | $(BUILD)
+	clang $(SANFLAGS) tests/test_q8.c -o $@ $(LDLIBS)
 sanitize: | $(BUILD)
-	clang $(SANFLAGS) $(SUITE) -o $(BUILD)/asan_mha $(LDLIBS)
-	clang $(SANFLAGS) $(HOSTILE) -o $(BUILD)/asan_hostile $(LDLIBS)
-	clang $(SANFLAGS) $(REPLAY) -o $(BUILD)/asan_replay $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_NO_SIMD=1 tests/test_fast.c -o $(BUILD)/asan_fast $(LDLIBS)
-	clang $(SANFLAGS) $(FASTMHA) tests/test_fast.c -o $(BUILD)/asan_fast_simd $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(HOSTILE) -o $(BUILD)/asan_hostile_fast $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(REPLAY) -o $(BUILD)/asan_replay_fast $(LDLIBS)
-	clang $(SANFLAGS) $(DECODE) -o $(BUILD)/asan_decode $(LDLIBS)
-	clang $(SANFLAGS) $(BACKWARD) -o $(BUILD)/asan_backward $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(BACKWARD) -o $(BUILD)/asan_backward_portable $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(BACKWARD) -o $(BUILD)/asan_backward_fast $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256) $(DECODE) -o $(BUILD)/asan_decode_portable $(LDLIBS)
-	clang $(SANFLAGS) -DMHA_FAST=1 $(FASTMHA) $(F16C) $(DECODE) -o $(BUILD)/asan_decode_fast $(LDLIBS)
-	$(if $(ASANBF),clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $(ASANBF) $(LDLIBS) -pthread)
-	clang $(SANFLAGS) tests/test_q8.c -o $(BUILD)/asan_q8 $(LDLIBS)
-	$(MAKE) --no-print-directory $(BUILD)/q8_cases.bin
-	@sh tests/run.sh "$(BUILD)/asan_q8 $(BUILD)/q8_cases.bin" $(BUILD)/asan_mha $(BUILD)/asan_hostile "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
-	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFSIMD) $(BUILD)/asan_hostile_fast" \
-	    "$(IFSIMD) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
-	    $(BUILD)/asan_backward $(BUILD)/asan_backward_portable "$(IFSIMD) $(BUILD)/asan_backward_fast" \
-	    "$(IFSIMD) $(BUILD)/asan_decode_fast" $(ASANBFRUN)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN)
+	@RUN_JOBS=$(JOBS) sh tests/run.sh "$(BUILD)/asan_q8 $(BUILD)/q8_cases.bin" $(BUILD)/asan_mha $(BUILD)/asan_hostile \
+	    "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
+	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFFAST) $(BUILD)/asan_hostile_fast" \
+	    "$(IFFAST) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
+	    $(BUILD)/asan_backward $(BUILD)/asan_backward_portable "$(IFFAST) $(BUILD)/asan_backward_fast" \
+	    "$(IFFAST) $(BUILD)/asan_decode_fast" $(ASANBFRUN)
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
 valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD) \
           $(BUILD)/test_decode $(BUILD)/test_decode_portable $(BUILD)/test_backward $(BUILD)/test_q8 $(BUILD)/q8_cases.bin
-	@sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
+	@RUN_JOBS=$(JOBS) sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_q8 $(BUILD)/q8_cases.bin" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_backward" \
@@ -364,7 +388,7 @@ ifeq ($(shell uname -m),x86_64)
 endif
 	for u in portable avx2 avx512; do rm -rf $(BUILD)/fuzz_corpus_$$u && mkdir -p $(BUILD)/fuzz_corpus_$$u && \
 	    cp $(CORPUS) $(BUILD)/fuzz_corpus_$$u/; done
-	@sh tests/run.sh "sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_portable $(BUILD)/fuzz_corpus_portable $(FUZZ_SECONDS)" \
+	@RUN_JOBS=$(JOBS) sh tests/run.sh "sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_portable $(BUILD)/fuzz_corpus_portable $(FUZZ_SECONDS)" \
 	    $(FUZZUNITS)
 
 # exp and tanh of each build (MHA_NO_LIBM scalar, portable, and the vector units this CPU runs)
@@ -380,7 +404,7 @@ ifeq ($(shell uname -m),x86_64)
 	$(CC) -O2 -std=c99 -mavx2 -mfma tests/mathf_sweep.c -o $(BUILD)/sweep_avx2 $(LDLIBS)
 	$(CC) -O2 -std=c99 -mavx512f -mfma tests/mathf_sweep.c -o $(BUILD)/sweep_avx512 $(LDLIBS)
 endif
-	@sh tests/run.sh "$(BUILD)/sweep_scalar $(SWEEP_STRIDE)" "$(BUILD)/sweep_portable $(SWEEP_STRIDE)" $(SWEEPSIMD)
+	@RUN_JOBS=$(JOBS) sh tests/run.sh "$(BUILD)/sweep_scalar $(SWEEP_STRIDE)" "$(BUILD)/sweep_portable $(SWEEP_STRIDE)" $(SWEEPSIMD)
 
 # The accuracy benchmark: tests/accuracy/run_mha.c built for the reference path
 # and for the fast path of each vector unit this CPU runs; tests/accuracy/accuracy.py

@@ -160,7 +160,7 @@ class GeneralAttention(torch.nn.Module):
             kp = keep if keep.dim() == 2 else keep[:, None]
             s = s.masked_fill(~kp, float("-inf"))
         a = torch.softmax(s, dim=-1)
-        if keep is not None:
+        if keep is not None and not bool(kp.any(-1).all()):
             a = torch.nan_to_num(a, nan=0.0)                                            # fully masked rows: 0
         o = (a @ vh).transpose(1, 2).reshape(B, n, h * self.p_v)
         return o @ self.w_o.T + self.b_o

@@ -2,23 +2,30 @@
 # The compiler matrix: every build is warning-free under -Werror and every
 # program it builds (examples, contract tests, the suite and the hostile-input
 # tests) runs and passes. One line per build, then a total.
+# The builds run JOBS at a time (default: one per core), each in its own
+# folder; their lines and logs are shown in the order below.
+# Usage: tests/matrix.sh [--one K]   (--one: build K alone, as the pool does)
 B=${BUILD:-build}/matrix
+one=""
+if [ "${1:-}" = --one ]; then one=$2; B="$B/$one"; fi
 mkdir -p "$B"
 STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror"
 SUITE="tests/test_mha.c tests/test_impl.c"
 HOSTILE="tests/test_hostile.c tests/test_impl.c"
-passed=0
-failed=0
 log="$B/log.txt"
-: > "$log"
-RUN32=$(sh tests/runner32.sh "$B") # how -m32 programs run here: natively or under qemu-i386
+[ -n "$one" ] && : > "$log"
+RUN32=""
+[ -n "$one" ] && RUN32=$(sh tests/runner32.sh "$B") # how -m32 programs run here: natively or under qemu-i386
+count=0
 
-stage() { # stage NAME COMMAND...: one build (and run) of the matrix
+stage() { # stage NAME COMMAND...: one build (and run) of the matrix, when it is build $one
+    count=$((count + 1))
+    [ "$count" = "$one" ] || return 0
     name=$1; shift
     if ( "$@" ) >> "$log" 2>&1; then
-        echo "matrix $name: ok"; passed=$((passed + 1))
+        echo "matrix $name: ok"
     else
-        echo "matrix $name: FAILED"; failed=$((failed + 1))
+        echo "matrix $name: FAILED"
         tail -n 20 "$log"
     fi
 }
@@ -28,14 +35,16 @@ run_as() { # run_as FLAGS...: the runner of a program built with FLAGS (qemu-i38
 strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under one compiler
     cc=$1; shift
     x=$(run_as "$@")
-    $cc $STRICT "$@" -c tests/test_impl.c -o "$B/impl.o" &&
+    $cc $STRICT -O2 "$@" -c tests/test_impl.c -o "$B/impl.o" &&
     for e in encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static; do
-        $cc $STRICT "$@" -O2 -I. examples/$e.c -o "$B/$e" -lm -pthread && $x "$B/$e" > /dev/null || return 1
+        $cc $STRICT -O2 "$@" -I. examples/$e.c -o "$B/$e" -lm -pthread && $x "$B/$e" > /dev/null || return 1
     done &&
-    $cc $STRICT "$@" -O2 tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
-    $cc $STRICT "$@" -O2 tests/include_twice.c -o "$B/twice" -lm && $x "$B/twice" &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $SUITE -o "$B/suite" -lm && $x "$B/suite" > /dev/null &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests $HOSTILE -o "$B/hostile" -lm && $x "$B/hostile" > /dev/null
+    $cc $STRICT -O2 "$@" tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
+    $cc $STRICT -O2 "$@" tests/include_twice.c -o "$B/twice" -lm && $x "$B/twice" &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_mha.c "$B/impl.o" -o "$B/suite" -lm &&
+    $x "$B/suite" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_hostile.c "$B/impl.o" -o "$B/hostile" -lm &&
+    $x "$B/hostile" > /dev/null
 }
 stage "gcc -std=c99 strict -O2" strict_cc gcc
 stage "gcc -std=c99 strict -O0" strict_cc gcc -O0
@@ -45,13 +54,16 @@ stage "gcc MHA_NO_STATUS_STRINGS=1" strict_cc gcc -DMHA_NO_STATUS_STRINGS=1
 stage "gcc MHA_NO_LIBM=1" strict_cc gcc -DMHA_NO_LIBM=1
 stage "clang MHA_NO_LIBM=1 -m32" strict_cc clang -DMHA_NO_LIBM=1 -m32
 stage "gcc MHA_NO_ADDITIVE=1 (suite: additive refused)" sh -c \
-    "gcc $STRICT -DMHA_NO_ADDITIVE=1 -c tests/test_impl.c -o $B/noadd.o &&
-     gcc -O2 -std=c99 -DMHA_NO_ADDITIVE=1 -Itests $SUITE -o $B/suite_noadd -lm && $B/suite_noadd > /dev/null"
+    "gcc $STRICT -O2 -DMHA_NO_ADDITIVE=1 -c tests/test_impl.c -o $B/noadd.o &&
+     gcc -O2 -std=c99 -DMHA_NO_ADDITIVE=1 -Itests tests/test_mha.c $B/noadd.o -o $B/suite_noadd -lm &&
+     $B/suite_noadd > /dev/null"
 stage "gcc MHA_NO_EXTRAS=1 (suite and hostile: RoPE, ALiBi, soft-cap, sinks refused)" sh -c \
-    "gcc $STRICT -DMHA_NO_EXTRAS=1 -c tests/test_impl.c -o $B/noext.o &&
-     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests $SUITE -o $B/suite_noext -lm && $B/suite_noext > /dev/null &&
+    "gcc $STRICT -O2 -DMHA_NO_EXTRAS=1 -c tests/test_impl.c -o $B/noext.o &&
+     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests tests/test_mha.c $B/noext.o -o $B/suite_noext -lm &&
+     $B/suite_noext > /dev/null &&
      gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -DMHA_FAST=1 -Itests $SUITE -o $B/fsuite_noext -lm && $B/fsuite_noext > /dev/null &&
-     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests $HOSTILE -o $B/hostile_noext -lm && $B/hostile_noext > /dev/null"
+     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests tests/test_hostile.c $B/noext.o -o $B/hostile_noext -lm &&
+     $B/hostile_noext > /dev/null"
 stage "freestanding, no libm: no undefined symbol but memcpy/memset" sh -c \
     "gcc $STRICT -O2 -ffreestanding -DMHA_NO_LIBM=1 -c tests/test_impl.c -o $B/free.o &&
      ! nm -u $B/free.o | grep -vE ' (memcpy|memset)\$'"
@@ -68,13 +80,13 @@ fast_cc() { # fast_cc CC FLAGS...: strict implementation, the suite on the fast 
     cc=$1; shift
     x=$(run_as "$@")
     $cc $STRICT -DMHA_FAST=1 "$@" -O2 -c tests/test_impl.c -o "$B/fimpl.o" &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests $SUITE -o "$B/fsuite" -lm &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests tests/test_mha.c "$B/fimpl.o" -o "$B/fsuite" -lm &&
     $x "$B/fsuite" > /dev/null &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests $HOSTILE -o "$B/fhostile" -lm &&
-    $x "$B/fhostile" > /dev/null &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests tests/test_hostile.c "$B/fimpl.o" -o "$B/fhostile" \
+        -lm && $x "$B/fhostile" > /dev/null &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_fast.c -o "$B/ffast" -lm && $x "$B/ffast" > /dev/null &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" tests/fuzz/fuzz_mha.c tests/fuzz/replay.c \
-        tests/test_impl.c -o "$B/freplay" -lm && $x "$B/freplay" tests/fuzz/corpus/* > /dev/null
+        "$B/fimpl.o" -o "$B/freplay" -lm && $x "$B/freplay" tests/fuzz/corpus/* > /dev/null
 }
 has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
 stage "gcc MHA_FAST=1 portable (MHA_NO_SIMD=1)" fast_cc gcc -DMHA_NO_SIMD=1
@@ -118,5 +130,18 @@ stage "MHA_STATIC=2 is rejected" sh -c "! gcc -DMHA_STATIC=2 -c tests/test_impl.
 stage "MHA_FAST=2 is rejected" sh -c "! gcc -DMHA_FAST=2 -c tests/test_impl.c -o $B/bad2.o"
 stage "MHA_BF16_DOT=2 is rejected" sh -c "! gcc -DMHA_BF16_DOT=2 -c tests/test_impl.c -o $B/bad3.o"
 stage "declarations include only stddef.h and stdint.h" sh tests/check_includes.sh
+[ -n "$one" ] && exit 0
+# the pool: every build once, JOBS at a time, then the lines in order and the total
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
+rm -rf "$B"/[0-9]*
+seq 1 "$count" | xargs -P "$jobs" -I{} sh -c 'sh tests/matrix.sh --one "$1" > "$2/out.$1" 2>&1' sh {} "$B"
+passed=0
+failed=0
+k=0
+while [ "$k" -lt "$count" ]; do
+    k=$((k + 1))
+    cat "$B/out.$k"
+    if grep -q ': ok$' "$B/out.$k"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

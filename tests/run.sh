@@ -36,10 +36,12 @@ else
     i=0
     for prog in "$@"; do
         i=$((i + 1))
-        ( $prog > "$tmp/out.$i" 2>&1; echo $? > "$tmp/rc.$i" ) &
-        [ $((i % jobs)) -eq 0 ] && wait
+        printf '%s\n' "$prog" > "$tmp/cmd.$i"
     done
-    wait
+    # a pool: each program starts as soon as one of the jobs before it ends (its words
+    # split as the one-at-a-time loop splits them)
+    seq 1 "$i" | xargs -P "$jobs" -I{} sh -c 'p=$(cat "$1/cmd.$2"); $p > "$1/out.$2" 2>&1; echo $? > "$1/rc.$2"' \
+        sh "$tmp" {}
     i=0
     for prog in "$@"; do
         i=$((i + 1))

@@ -17,6 +17,9 @@ three minutes on this project's machine). The exported weights are rounded to 7 
 digits, and the expected outputs are computed from the rounded weights.
 
 Usage: /usr/bin/python3 examples/tinylm/train.py [DIR]        train, write both headers into DIR
+       /usr/bin/python3 examples/tinylm/train.py --threads N DIR
+                                      train on N threads (make models: one a core); the committed
+                                      model was trained on one, and N > 1 rounds otherwise
        /usr/bin/python3 examples/tinylm/train.py --expected MODEL.h OUT.h
                                       only the expected outputs, for the weights in MODEL.h
 Prints the loss, the time taken and the continuations.
@@ -160,12 +163,12 @@ def write_expected(model, vocab, out):
         f.write(export_torch.c_arrays({"torch_logits": torch.stack([r[3] for r in runs])}, "tl_", digits=8) + "\n")
 
 
-def train(out_dir):
+def train(out_dir, threads=1):
     text = open(TEXT).read()
     vocab = "".join(sorted(set(text)))
     data = torch.tensor([vocab.index(c) for c in text])
     torch.manual_seed(2026)
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     model = TinyLM(len(vocab))
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=STEPS)
@@ -211,7 +214,10 @@ def main(argv):
         model, vocab = load(argv[1])
         write_expected(model, vocab, argv[2])
         return 0
-    train(argv[0] if argv else HERE)
+    threads = 1
+    if argv[:1] == ["--threads"]:
+        threads, argv = int(argv[1]), argv[2:]
+    train(argv[0] if argv else HERE, threads)
     return 0
 
 

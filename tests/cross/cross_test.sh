@@ -30,16 +30,21 @@
 #   a bare Cortex-M4F image around mha.h, checked with nm for heap and
 #   double-precision helpers; instructions per inference of a keyword-spotting
 #   sized layer on the Cortex-M3, M4F, M7, M33 and M55 (tests/cross/insn_report.py).
+#   The targets run JOBS at a time (default: one per core); their outputs are
+#   shown in the order below. Usage: cross_test.sh [--one K] (K: target K alone).
 B=${BUILD:-build}/cross
+one=""
+[ "${1:-}" = --one ] && one=$2
 mkdir -p "$B"
 STRICT="-std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror"
 SUITE="tests/test_mha.c tests/test_impl.c"
-HOSTILE="tests/test_hostile.c tests/test_impl.c"
-DECODE="tests/test_decode.c tests/test_impl.c"
-BACKWARD="tests/test_backward.c tests/test_impl.c"
-REPLAY="tests/fuzz/fuzz_mha.c tests/fuzz/replay.c tests/test_impl.c"
 CORPUS=$(ls tests/fuzz/corpus/* | tr '\n' ' ')
 total_p=0; total_f=0
+count=0
+target() { # target: true when the next target is the one to run (--one K)
+    count=$((count + 1))
+    [ "$count" = "$one" ]
+}
 
 add() { # add LABEL OUTPUT: adds the last "N passed, M failed" of OUTPUT
     line=$(printf '%s\n' "$2" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
@@ -61,11 +66,13 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
         -fdata-sections -Wl,--gc-sections -Ltests/cross/$mem -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
     run="qemu-system-arm -M $machine -nographic -semihosting -kernel"
     ok=1
-    build "$B/$name-mha.elf" $cc $SUITE -lm || ok=0
+    # the implementation once, linked into the programs that use only its public functions
+    build "$B/$name-impl.o" arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -c tests/test_impl.c || ok=0
+    build "$B/$name-mha.elf" $cc tests/test_mha.c "$B/$name-impl.o" -lm || ok=0
     build "$B/$name-mha-nolibm.elf" $cc -DMHA_NO_LIBM=1 $SUITE -lm || ok=0 # -lm: for the tests' own use
-    build "$B/$name-hostile.elf" $cc $HOSTILE -lm || ok=0
-    build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
-    build "$B/$name-backward.elf" $cc $BACKWARD -lm || ok=0
+    build "$B/$name-hostile.elf" $cc tests/test_hostile.c "$B/$name-impl.o" -lm || ok=0
+    build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 tests/test_decode.c "$B/$name-impl.o" -lm || ok=0
+    build "$B/$name-backward.elf" $cc tests/test_backward.c "$B/$name-impl.o" -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
     build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0 # SMLAD products where the core has DSP
     build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0
@@ -73,8 +80,10 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     helium=""
     if [ "$name" = cortex-m55 ]; then # the fast path's Helium kernels (MHA_FAST 1) against the reference
         build "$B/$name-fast.elf" $cc -DTEST_FAST_SMALL=1 tests/test_fast.c -lm || ok=0
-        build "$B/$name-mha-fast.elf" $cc -DMHA_FAST=1 $SUITE -lm || ok=0
-        build "$B/$name-decode-fast.elf" $cc -DMHA_FAST=1 -DTEST_DECODE_SMALL=1 $DECODE -lm || ok=0
+        build "$B/$name-fimpl.o" arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -DMHA_FAST=1 -c tests/test_impl.c || ok=0
+        build "$B/$name-mha-fast.elf" $cc -DMHA_FAST=1 tests/test_mha.c "$B/$name-fimpl.o" -lm || ok=0
+        build "$B/$name-decode-fast.elf" $cc -DMHA_FAST=1 -DTEST_DECODE_SMALL=1 tests/test_decode.c "$B/$name-fimpl.o" \
+            -lm || ok=0
         helium="timeout 300 $run $B/$name-fast.elf|timeout 300 $run $B/$name-mha-fast.elf|timeout 300 $run $B/$name-decode-fast.elf"
     fi
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
@@ -91,16 +100,17 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]' 
     add "$name" "$out"
 }
-cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
-cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
-cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
-cortexm cortex-m7 mps2-an500 mps2 -mcpu=cortex-m7 -mfloat-abi=hard -mfpu=fpv5-sp-d16
-cortexm cortex-m55 mps3-an547 an547 -mcpu=cortex-m55 -mfloat-abi=hard
+target && cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
+target && cortexm cortex-m3 mps2-an385 mps2 -mcpu=cortex-m3 -mfloat-abi=soft
+target && cortexm cortex-m33 mps2-an505 an505 -mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+target && cortexm cortex-m7 mps2-an500 mps2 -mcpu=cortex-m7 -mfloat-abi=hard -mfpu=fpv5-sp-d16
+target && cortexm cortex-m55 mps3-an547 an547 -mcpu=cortex-m55 -mfloat-abi=hard
 # ---- trained models on the Cortex-M4F: the digit classifier, every image, and its instruction count
 m4f="arm-none-eabi-gcc -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16 -mthumb -O2 -std=c99 -Itests -I. \
     -Iexamples --specs=rdimon.specs -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/cortexm_startup.c"
 # (and with both attention layers in int8: examples/digits/quantize.py's calibration, mha_forward_q8)
-if build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
+if ! target; then :
+elif build "$B/digits.elf" $m4f examples/digits/digits.c -lm &&
    build "$B/digits-count.elf" $m4f -DDG_COUNT=3 examples/digits/digits.c -lm &&
    ${PYTHON:-/usr/bin/python3} examples/digits/quantize.py examples/digits/digits_model.h "$B/digits_q8.h" &&
    build "$B/digits-q8.elf" $m4f -DDG_Q8 -I"$B" examples/digits/digits.c -lm &&
@@ -115,7 +125,8 @@ else
     add "cortex-m4f digits build" ""
 fi
 # ---- training on the Cortex-M4F: examples/train, its loss curve against PyTorch's
-if build "$B/train.elf" $m4f -Iexamples/train examples/train/train.c -lm; then
+if ! target; then :
+elif build "$B/train.elf" $m4f -Iexamples/train examples/train/train.c -lm; then
     out=$(sh tests/run.sh "timeout 300 qemu-system-arm -M mps2-an386 -nographic -semihosting -kernel $B/train.elf" 2>&1)
     printf '%s\n' "$out" | grep -E '^largest|passed,|FAIL'
     add "cortex-m4f training (examples/train)" "$out"
@@ -124,11 +135,14 @@ else
 fi
 
 # ---- instructions per inference on every emulated Cortex-M core (README table) ----
-out=$(${PYTHON:-/usr/bin/python3} tests/cross/insn_report.py 2>&1)
-printf '%s\n' "$out" | grep -E '^\||passed,'
-add "instructions per inference (Cortex-M3, M4F, M7, M33, M55)" "$out"
+if target; then
+    out=$(${PYTHON:-/usr/bin/python3} tests/cross/insn_report.py 2>&1)
+    printf '%s\n' "$out" | grep -E '^\||passed,'
+    add "instructions per inference (Cortex-M3, M4F, M7, M33, M55)" "$out"
+fi
 # ---- no heap, no double: a bare Cortex-M4F image around mha.h ---------------
-if build "$B/noheap.elf" arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os \
+if ! target; then :
+elif build "$B/noheap.elf" arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os \
         $STRICT -ffunction-sections -fdata-sections -nostartfiles -Wl,--gc-sections -Wl,--entry=noheap_reset \
         -Ltests/cross/mps2 -T tests/cross/cortexm.ld tests/cross/noheap.c -lc -lgcc; then
     bad=$(arm-none-eabi-nm "$B/noheap.elf" | grep -E ' (malloc|free|calloc|realloc|_malloc_r|_free_r|__aeabi_d[a-z0-9_]*)$')
@@ -150,21 +164,26 @@ linux() { # linux NAME RUNNER CC ARGS...
     # -Wdouble-promotion reports; the GNU default (fast excess precision) does not.
     extra=""; [ "$name" = s390x ] && extra="-fexcess-precision=fast"
     ok=1
-    build "$B/$name-mha" "$@" -O2 -std=c99 -Itests $SUITE -lm || ok=0
-    build "$B/$name-hostile" "$@" -O2 -std=c99 -Itests $HOSTILE -lm || ok=0
-    build "$B/$name-replay" "$@" -O2 -std=c99 $REPLAY -lm || ok=0
-    build "$B/$name-threads" "$@" -O2 -std=c99 -Itests tests/test_threads.c tests/test_impl.c -lm -pthread || ok=0
+    # the implementation once per path (the fast one with decoding's chunks of 256 slots, so that the
+    # tests' caches span several), linked into the programs that use only its public functions
+    build "$B/$name-impl.o" "$@" -O2 -std=c99 -c tests/test_impl.c || ok=0
+    build "$B/$name-fimpl.o" "$@" -O2 -std=c99 -DMHA_FAST=1 "-DMHA__DCH=((size_t)256)" -c tests/test_impl.c || ok=0
+    impl="$B/$name-impl.o"; fimpl="$B/$name-fimpl.o"
+    build "$B/$name-mha" "$@" -O2 -std=c99 -Itests tests/test_mha.c "$impl" -lm || ok=0
+    build "$B/$name-hostile" "$@" -O2 -std=c99 -Itests tests/test_hostile.c "$impl" -lm || ok=0
+    build "$B/$name-replay" "$@" -O2 -std=c99 tests/fuzz/fuzz_mha.c tests/fuzz/replay.c "$impl" -lm || ok=0
+    build "$B/$name-threads" "$@" -O2 -std=c99 -Itests tests/test_threads.c "$impl" -lm -pthread || ok=0
     build "$B/$name-mathf" "$@" -O2 -std=c99 -DMATHF_STRIDE=401u -Itests tests/test_mathf.c -lm || ok=0
     build "$B/$name-static" "$@" -O2 $STRICT $extra tests/static_a.c tests/static_b.c tests/static_main.c -lm || ok=0
     build "$B/$name-twice" "$@" -O2 $STRICT $extra tests/include_twice.c -lm || ok=0
     # the fast path: NEON on aarch64, the portable code on s390x and i386
     build "$B/$name-fast" "$@" -O2 $STRICT $extra -Wno-conversion -Wno-double-promotion -Itests tests/test_fast.c -lm ||
         ok=0
-    build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $SUITE -lm || ok=0
-    build "$B/$name-decode" "$@" -O2 -std=c99 -Itests $DECODE -lm || ok=0
-    build "$B/$name-backward" "$@" -O2 -std=c99 -Itests $BACKWARD -lm || ok=0
-    build "$B/$name-backward-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests $BACKWARD -lm || ok=0
-    build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 "-DMHA__DCH=((size_t)256)" -Itests $DECODE -lm || ok=0
+    build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests tests/test_mha.c "$fimpl" -lm || ok=0
+    build "$B/$name-decode" "$@" -O2 -std=c99 -Itests tests/test_decode.c "$impl" -lm || ok=0
+    build "$B/$name-backward" "$@" -O2 -std=c99 -Itests tests/test_backward.c "$impl" -lm || ok=0
+    build "$B/$name-backward-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests tests/test_backward.c "$fimpl" -lm || ok=0
+    build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests tests/test_decode.c "$fimpl" -lm || ok=0
     build "$B/$name-q8" "$@" -O2 -std=c99 -DQ8_EXP_STRIDE=7 -Itests tests/test_q8.c -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
@@ -182,14 +201,13 @@ linux() { # linux NAME RUNNER CC ARGS...
     printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL|^q8: [0-9]' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
 }
-# the int8 cases of tests/q8_ref.py (numpy) for test_q8 on these targets
-${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$B/q8_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q8_cases.bin"
-linux s390x qemu-s390x s390x-linux-gnu-gcc -static
-linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
-linux i386 "$(sh tests/runner32.sh "$B")" gcc -m32
+target && linux s390x qemu-s390x s390x-linux-gnu-gcc -static
+target && linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
+target && linux i386 "$(sh tests/runner32.sh "$B")" gcc -m32
 
 # ---- AVR ATmega2560 under simavr --------------------------------------------
-if build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
+if ! target; then :
+elif build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
         tests/cross/avr_test.c tests/test_impl.c; then
     # simavr prints each UART line in colour and ends it with a '.'
     out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
@@ -199,7 +217,8 @@ else
     add "avr-atmega2560 build" ""
 fi
 # the int8 path there: four tiny cases of tests/q8_ref.py bit for bit, bad input, 16-bit size_t counts
-if build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
+if ! target; then :
+elif build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
         -DQ8_EXP_STRIDE=4099 '-DQ8_HEADER="ref_q8_tiny.h"' -Itests tests/test_q8.c -lm; then
     out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr-q8.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
     printf '%s\n' "$out" | grep -E '^q8: [0-9]|passed,|FAIL'
@@ -221,11 +240,32 @@ compile_only() { # compile_only NAME HOSTED CC ARGS...: HOSTED 1 also builds the
         cat "$B/$name.log"; add "$name (compile only)" ""
     fi
 }
-compile_only cortex-m0plus 1 arm-none-eabi-gcc -mcpu=cortex-m0plus -mthumb
+target && compile_only cortex-m0plus 1 arm-none-eabi-gcc -mcpu=cortex-m0plus -mthumb
 # the Helium kernels (int8 products, and the fast path's) under the strict warnings
-compile_only cortex-m55-fast 1 arm-none-eabi-gcc -mcpu=cortex-m55 -mthumb -mfloat-abi=hard -DMHA_FAST=1
+target && compile_only cortex-m55-fast 1 arm-none-eabi-gcc -mcpu=cortex-m55 -mthumb -mfloat-abi=hard -DMHA_FAST=1
 # Debian's riscv64-unknown-elf-gcc comes without a libc: freestanding, MHA_NO_LIBM builds only
-compile_only rv32imac 0 riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32
+target && compile_only rv32imac 0 riscv64-unknown-elf-gcc -march=rv32imac -mabi=ilp32
 
+[ -n "$one" ] && exit 0
+# the pool: the int8 cases of tests/q8_ref.py (numpy) for test_q8 on the Linux targets first, then
+# every target once, JOBS at a time, the longest first; their outputs in order, and the total
+${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$B/q8_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q8_cases.bin"
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
+first="" # the targets that take longest, started first
+order="$first"
+k=0
+while [ "$k" -lt "$count" ]; do k=$((k + 1)); case " $first " in *" $k "*) ;; *) order="$order $k" ;; esac; done
+printf '%s\n' $order | xargs -P "$jobs" -I{} sh -c \
+    't0=$(date +%s); sh tests/cross/cross_test.sh --one "$1" > "$2/out.$1" 2>&1; echo "($(( $(date +%s) - t0 )) s)" >> "$2/out.$1"' \
+    sh {} "$B"
+k=0
+while [ "$k" -lt "$count" ]; do
+    k=$((k + 1))
+    cat "$B/out.$k"
+    lines=$(grep -E '^cross .*: [0-9]+ passed, [0-9]+ failed$' "$B/out.$k")
+    if [ -z "$lines" ]; then echo "cross target $k: no result"; total_f=$((total_f + 1)); continue; fi
+    for p in $(printf '%s\n' "$lines" | sed -E 's/.*: ([0-9]+) passed, [0-9]+ failed$/\1/'); do total_p=$((total_p + p)); done
+    for f in $(printf '%s\n' "$lines" | sed -E 's/.*: [0-9]+ passed, ([0-9]+) failed$/\1/'); do total_f=$((total_f + f)); done
+done
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]
