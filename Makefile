@@ -48,7 +48,7 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 SCRATCH ?= $(BUILD)/scratch
 STRICT   = -std=c99 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wdouble-promotion -Wvla -Werror
-CFLAGS  ?= -O2 -g
+CFLAGS  ?= -O2 # (no -g: the builds are shorter; CFLAGS="-O2 -g" to debug)
 LDLIBS   = -lm
 
 SUITE    = tests/test_mha.c tests/test_impl.c
@@ -62,11 +62,11 @@ TESTDEP  = mha.h tests/test_util.h tests/naive_ref.h
 TFLAGS   = $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests
 # The contract tests (the header included twice, MHA_STATIC pairs, C++, empty options), the
 # examples and the trained models check what compiles and what a program computes, not its
-# speed: -O0 (-O1 for the models, which run the most) keeps make test's build short; the
+# speed: -O0 keeps make test's build short; the
 # implementation's objects and the tests of private functions are built with CFLAGS.
-OFLAGS   ?= -O0 -g
-EXFLAGS  ?= -O0 -g
-MODFLAGS ?= -O1 -g
+OFLAGS   ?= -O0
+EXFLAGS  ?= -O0
+MODFLAGS ?= -O0
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # numpy writes two things at build time: the 1000 int8 cases of tests/q8_ref.py and the

@@ -223,6 +223,13 @@ typedef struct mha_weight_counts {
 /* A string for people; never NULL, also for unknown codes ("" under MHA_NO_STATUS_STRINGS). */
 MHADEF const char *mha_status_string(mha_status status);
 
+/* Which check a shape and its weights fail, in words: the status that mha_forward returns for
+   them (its other arguments valid), and a one-line message with the values in msg (msg_bytes
+   bytes, cut to fit and always ended by '\0'; msg may be NULL), e.g. "p_q 64 != p_k 32: dot
+   scoring needs p_q = p_k" or "w_o is NULL"; "ok" when they pass. The same checks as the calls
+   run (one list); no state is kept. */
+MHADEF mha_status mha_explain(const mha_shape *shape, const mha_weights *w, char *msg, size_t msg_bytes);
+
 /* What the implementation was compiled with (mha_build_info()). */
 typedef struct mha_build {
     const char *version; /* MHA_VERSION_STRING of the implementation */
@@ -1098,21 +1105,88 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PART
 #define MHA__ADDITIVE(c) ((c)->pa != 0)
 #endif
 
-/* Checks a shape and fills the sizes of *c; MHA_OK, MHA_ERR_NULL (shape or
-   w) or MHA_ERR_SHAPE. The counts of the call are the caller's to set
-   (mha__counts), and every pointer of the call is NULL until it sets it. */
+/* The checks of a shape and its weights, one a line, in the order of the
+   error table: X(status, the failing condition, the message, its values).
+   A checker never computes: mha__setup returns the status of the first that
+   fails, mha_explain also writes its message (%d: the values, in order). */
+#define MHA__KV_HEADS(s) ((s)->kv_heads ? (s)->kv_heads : (s)->heads)
+#define MHA__CHECKS_SHAPE(X)                                                                                     \
+    X(MHA_ERR_NULL, !s, "shape is NULL", 0, 0)                                                                   \
+    X(MHA_ERR_NULL, !w, "w (the weights) is NULL", 0, 0)                                                         \
+    X(MHA_ERR_SHAPE, s->heads < 1, "heads is %d: must be >= 1", s->heads, 0)                                   \
+    X(MHA_ERR_SHAPE, s->kv_heads < 0, "kv_heads is %d: must be >= 1 (0: heads)", s->kv_heads, 0)                \
+    X(MHA_ERR_SHAPE, s->d_q < 1, "d_q is %d: must be >= 1", s->d_q, 0)                                         \
+    X(MHA_ERR_SHAPE, s->d_k < 1, "d_k is %d: must be >= 1", s->d_k, 0)                                         \
+    X(MHA_ERR_SHAPE, s->d_v < 1, "d_v is %d: must be >= 1", s->d_v, 0)                                         \
+    X(MHA_ERR_SHAPE, s->p_q < 1, "p_q is %d: must be >= 1", s->p_q, 0)                                         \
+    X(MHA_ERR_SHAPE, s->p_k < 1, "p_k is %d: must be >= 1", s->p_k, 0)                                         \
+    X(MHA_ERR_SHAPE, s->p_v < 1, "p_v is %d: must be >= 1", s->p_v, 0)                                         \
+    X(MHA_ERR_SHAPE, s->p_o < 1, "p_o is %d: must be >= 1", s->p_o, 0)                                         \
+    X(MHA_ERR_SHAPE, s->heads % MHA__KV_HEADS(s) != 0, "heads %d is not a multiple of kv_heads %d", s->heads,  \
+      MHA__KV_HEADS(s))                                                                                          \
+    MHA__CHECKS_KNOBS(X)                                                                                         \
+    X(MHA_ERR_SHAPE, s->score == MHA_SCORE_DOT && s->p_q != s->p_k, "p_q %d != p_k %d: dot scoring needs p_q = p_k", \
+      s->p_q, s->p_k)                                                                                            \
+    X(MHA_ERR_SHAPE, s->score == MHA_SCORE_DOT && !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX),               \
+      "scale is not finite", 0, 0)                                                                               \
+    MHA__CHECKS_SCORE(X)
+#if MHA_NO_EXTRAS
+#define MHA__CHECKS_KNOBS(X)                                                                                     \
+    X(MHA_ERR_SHAPE, s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks || w->type,                      \
+      "RoPE, ALiBi, soft-cap, sinks and 16-bit weights are compiled out (MHA_NO_EXTRAS)", 0, 0)
+#else
+#define MHA__CHECKS_KNOBS(X)                                                                                     \
+    X(MHA_ERR_SHAPE, (uint32_t)w->type > (uint32_t)MHA_BF16, "w->type is %d: MHA_F32, MHA_F16 or MHA_BF16",     \
+      w->type, 0)                                                                                                \
+    X(MHA_ERR_SHAPE, s->rope_dim < 0 || s->rope_dim % 2, "rope_dim is %d: must be even and >= 0", s->rope_dim, 0) \
+    X(MHA_ERR_SHAPE, s->rope_dim > s->p_q, "rope_dim %d > p_q %d", s->rope_dim, s->p_q)                         \
+    X(MHA_ERR_SHAPE, s->rope_dim > s->p_k, "rope_dim %d > p_k %d", s->rope_dim, s->p_k)                         \
+    X(MHA_ERR_SHAPE, (uint32_t)s->rope_pairs > 1u, "rope_pairs is %d: must be 0 or 1", s->rope_pairs, 0)      \
+    X(MHA_ERR_SHAPE, !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX), "rope_theta is not finite and >= 0", \
+      0, 0)                                                                                                      \
+    X(MHA_ERR_SHAPE, !(s->softcap >= 0.0f && s->softcap <= FLT_MAX), "softcap is not finite and >= 0", 0, 0)
+#endif
+#if MHA_NO_ADDITIVE
+#define MHA__CHECKS_SCORE(X)                                                                                     \
+    X(MHA_ERR_SHAPE, s->score != MHA_SCORE_DOT,                                                                  \
+      "score is %d: MHA_SCORE_DOT (additive scoring is compiled out: MHA_NO_ADDITIVE)", (int32_t)s->score, 0)
+#else
+#define MHA__CHECKS_SCORE(X)                                                                                     \
+    X(MHA_ERR_SHAPE, s->score != MHA_SCORE_DOT && s->score != MHA_SCORE_ADDITIVE,                                \
+      "score is %d: MHA_SCORE_DOT or MHA_SCORE_ADDITIVE", (int32_t)s->score, 0)                                 \
+    X(MHA_ERR_SHAPE, s->score == MHA_SCORE_ADDITIVE && s->p_a < 1, "p_a is %d: additive scoring needs p_a >= 1", \
+      s->p_a, 0)
+#endif
+/* The weights mha_forward reads (need_o: W_o, which mha_head does not). */
+#define MHA__CHECKS_WEIGHTS(X)                                                                                   \
+    X(MHA_ERR_NULL, !w->w_q, "w_q is NULL", 0, 0)                                                                \
+    X(MHA_ERR_NULL, !w->w_k, "w_k is NULL", 0, 0)                                                                \
+    X(MHA_ERR_NULL, !w->w_v, "w_v is NULL", 0, 0)                                                                \
+    X(MHA_ERR_NULL, need_o && !w->w_o, "w_o is NULL", 0, 0)                                                      \
+    X(MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_q, "w->a_q is NULL (additive scoring)", 0, 0)               \
+    X(MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_k, "w->a_k is NULL (additive scoring)", 0, 0)               \
+    X(MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_v, "w->a_v is NULL (additive scoring)", 0, 0)
+#if MHA_NO_ADDITIVE
+#define MHA__ADDITIVE_SHAPE(s) 0
+#else
+#define MHA__ADDITIVE_SHAPE(s) ((s)->score == MHA_SCORE_ADDITIVE)
+#endif
+#define MHA__FAIL_IF(status, bad, message, a, b) \
+    if (bad) return status;
+
+/* Checks a shape (MHA__CHECKS_SHAPE) and fills the sizes of *c; MHA_OK,
+   MHA_ERR_NULL (shape or w) or MHA_ERR_SHAPE. The counts of the call are
+   the caller's to set (mha__counts), and every pointer of the call is NULL
+   until it sets it. */
 MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
     size_t k;
-    if (!s || !w) return MHA_ERR_NULL;
-    for (k = 0; k < MHA__SIZES; ++k) { /* each >= 1; kv_heads 0 means heads */
-        int32_t v = *(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t));
-        if (k == 1 && v == 0) v = s->heads;
-        if (v < 1) return MHA_ERR_SHAPE;
-        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) = MHA__SZ(v);
-    }
-    if (c->h % c->kv != 0) return MHA_ERR_SHAPE;
+    MHA__CHECKS_SHAPE(MHA__FAIL_IF)
+    for (k = 0; k < MHA__SIZES; ++k) /* heads .. p_o, in the same order in both (mha__layout_holds) */
+        *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) =
+            MHA__SZ(*(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t)));
+    if (!c->kv) c->kv = c->h;
     c->grp = c->h / c->kv;
-    c->pa = 0;
+    c->pa = MHA__ADDITIVE_SHAPE(s) ? MHA__SZ(s->p_a) : 0;
     c->head = -1;
     c->w = w;
     c->mask = NULL;
@@ -1121,33 +1195,14 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 #if !MHA_NO_EXTRAS
     c->lse = NULL;
     c->lse_put = NULL;
+    c->knobs = s;
 #endif
     c->scale = s->scale;
+    if (s->score == MHA_SCORE_DOT && s->scale == 0.0f) c->scale = 1.0f / MHA_SQRTF((float)s->p_k);
 #if MHA_FAST
     c->fast = 0;
 #endif
-#if MHA_NO_EXTRAS
-    if (s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks || w->type) return MHA_ERR_SHAPE;
-#else
-    if ((uint32_t)w->type > (uint32_t)MHA_BF16) return MHA_ERR_SHAPE;
-    if (s->rope_dim < 0 || s->rope_dim % 2 || s->rope_dim > s->p_q || s->rope_dim > s->p_k ||
-        (uint32_t)s->rope_pairs > 1u || !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX) ||
-        !(s->softcap >= 0.0f && s->softcap <= FLT_MAX))
-        return MHA_ERR_SHAPE;
-    c->knobs = s;
-#endif
-    if (s->score == MHA_SCORE_DOT) {
-        if (s->p_q != s->p_k || !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX)) return MHA_ERR_SHAPE;
-        if (s->scale == 0.0f) c->scale = 1.0f / MHA_SQRTF((float)s->p_k);
-        return MHA_OK;
-    }
-#if !MHA_NO_ADDITIVE
-    if (s->score == MHA_SCORE_ADDITIVE && s->p_a >= 1) {
-        c->pa = (size_t)s->p_a;
-        return MHA_OK;
-    }
-#endif
-    return MHA_ERR_SHAPE;
+    return MHA_OK;
 }
 
 /* The counts of a call: batch, n, m >= 0 (else MHA_ERR_SHAPE); the keys are
@@ -3975,9 +4030,13 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
     c.m = c.mp = c.ms = MHA__SZ(m);
-    if (!w->w_q || !w->w_k || !w->w_v || (head < 0 && !w->w_o) || !queries || !keys || !values || !out ||
-        (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
-        return MHA_ERR_NULL;
+    {
+        const mha_shape *s = shape; /* the names the list uses */
+        int need_o = head < 0;
+        (void)s;
+        MHA__CHECKS_WEIGHTS(MHA__FAIL_IF)
+    }
+    if (!queries || !keys || !values || !out) return MHA_ERR_NULL;
     c.head = head;
     c.len = len;
     c.mask = mask;
@@ -4283,6 +4342,43 @@ MHADEF const char *mha_status_string(mha_status status) {
     default: return "unknown mha_status";
     }
 #endif
+}
+
+/* msg (cap bytes) := message, each %d replaced by the next of a, b in decimal; cut to fit. */
+MHA__PRIVATE void mha__say(char *msg, size_t cap, const char *message, int32_t a, int32_t b) {
+    size_t at = 0;
+    int used = 0;
+    if (!msg || cap == 0) return;
+    for (; *message && at + 1 < cap; ++message) {
+        char digits[12];
+        int64_t v;
+        int len = 0;
+        if (message[0] != '%' || message[1] != 'd') {
+            msg[at++] = *message;
+            continue;
+        }
+        ++message;
+        v = used++ ? b : a;
+        if (v < 0) msg[at++] = '-';
+        v = v < 0 ? -v : v;
+        do digits[len++] = (char)('0' + v % 10); while ((v /= 10) != 0);
+        while (len > 0 && at + 1 < cap) msg[at++] = digits[--len];
+    }
+    msg[at] = '\0';
+}
+
+#define MHA__EXPLAIN(status, bad, message, a, b)          \
+    if (bad) {                                            \
+        mha__say(msg, msg_bytes, message, a, b);          \
+        return status;                                    \
+    }
+MHADEF mha_status mha_explain(const mha_shape *shape, const mha_weights *w, char *msg, size_t msg_bytes) {
+    const mha_shape *s = shape; /* the names the lists use */
+    int need_o = 1;
+    MHA__CHECKS_SHAPE(MHA__EXPLAIN)
+    MHA__CHECKS_WEIGHTS(MHA__EXPLAIN)
+    mha__say(msg, msg_bytes, "ok", 0, 0);
+    return MHA_OK;
 }
 
 MHADEF mha_build mha_build_info(void) {

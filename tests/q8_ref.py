@@ -46,6 +46,11 @@ def quantize_multiplier(real):
     return q, e
 
 
+def clip(x, lo, hi):
+    """np.clip for integer arrays and bounds (np.clip's own checks cost more than the work here)"""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
 def rescale(x, mult, shift, single):
     """x (int64 array) times mult 2^(shift - 31), as TFLite rounds it."""
     x = np.asarray(x, dtype=np.int64)
@@ -54,12 +59,12 @@ def rescale(x, mult, shift, single):
     if single:
         total = 31 - shift
         v = x * mult + np.left_shift(np.int64(1), total - 1)
-        return np.clip(np.right_shift(v, total), I32_MIN, I32_MAX)
+        return clip(np.right_shift(v, total), I32_MIN, I32_MAX)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     # x 2^left times mult, doubled, high 32 bits, ties up (the exact value
     # saturated where x 2^left would overflow int32)
-    hi = np.clip((x * mult + np.left_shift(np.int64(1), 30 - left)) >> (31 - left), I32_MIN, I32_MAX)
+    hi = clip((x * mult + np.left_shift(np.int64(1), 30 - left)) >> (31 - left), I32_MIN, I32_MAX)
     mask = np.left_shift(np.int64(1), right) - 1
     rem = hi & mask
     thr = (mask >> 1) + (hi < 0)
@@ -83,8 +88,8 @@ def exp2_q15(y):
 def linear(x, zx, w, b, mult, shift, zy, single):
     """rows of x [r][d] -> [r][rows]"""
     acc = (x.astype(np.int64) - zx) @ w.astype(np.int64).T + b.astype(np.int64)
-    acc = np.clip(acc, I32_MIN, I32_MAX)
-    return np.clip(rescale(acc, mult, shift, single) + zy, -128, 127)
+    acc = clip(acc, I32_MIN, I32_MAX)
+    return clip(rescale(acc, mult, shift, single) + zy, -128, 127)
 
 
 def visible(c, b, t):
@@ -130,7 +135,7 @@ def forward(c, single):
                 recip = ((1 << 46) + total // 2) // total
                 p = (e * recip + (1 << 30)) >> 31
                 acc = p @ v
-                heads[t, i * pv:(i + 1) * pv] = np.clip(rescale(acc, *c["head"], single) + z["heads"], -128, 127)
+                heads[t, i * pv:(i + 1) * pv] = clip(rescale(acc, *c["head"], single) + z["heads"], -128, 127)
         out[b] = linear(heads, z["heads"], c["w_o"], c["b_o"], *c["r_o"], z["out"], single)
     return out
 

@@ -704,6 +704,124 @@ static void test_decode_statuses(void) {
 }
 
 
+/* ---- mha_explain ------------------------------------------------------------- */
+
+/* One mutation of shape s and weights w, chosen by k: a size, a knob, the score or a weight
+   pointer made bad, or a size made smaller (the inputs made for the original stay big enough). */
+static void mutate(mha_shape *s, mha_weights *w, uint32_t k) {
+    static const int32_t bad[] = {0, -1, INT32_MIN, 1};
+    int32_t v = bad[(k >> 5) % 4];
+    switch (k % 26) {
+    case 0: s->heads = v; break;
+    case 1: s->kv_heads = v; break;
+    case 2: s->d_q = v; break;
+    case 3: s->d_k = v; break;
+    case 4: s->d_v = v; break;
+    case 5: s->p_q = v; break;
+    case 6: s->p_k = v; break;
+    case 7: s->p_v = v; break;
+    case 8: s->p_o = v; break;
+    case 9: s->p_a = v; break;
+    case 10: s->score = (mha_score)(v == 1 ? 2 : v); break;
+    case 11: s->score = MHA_SCORE_DOT; break;
+    case 12: s->kv_heads = s->heads + 1; break;
+    case 13: s->rope_dim = v == 1 ? 3 : v == 0 ? 2 * s->p_q + 2 : v; break;
+    case 14: s->rope_pairs = v == 1 ? 2 : v; break;
+    case 15: s->rope_theta = v == 0 ? NAN : v == 1 ? INFINITY : (float)v; break;
+    case 16: s->softcap = v == 0 ? NAN : v == 1 ? INFINITY : -1.0f; break;
+    case 17: s->scale = v == 0 ? NAN : v == 1 ? -INFINITY : 2.0f; break;
+    case 18: w->type = v == 1 ? 3 : v; break;
+    case 19: w->w_q = NULL; break;
+    case 20: w->w_k = NULL; break;
+    case 21: w->w_v = NULL; break;
+    case 22: w->w_o = NULL; break;
+    case 23: w->a_q = NULL; break;
+    case 24: w->a_k = NULL; break;
+    default: w->a_v = NULL; break;
+    }
+}
+
+/* mha_explain names the check that fails, with its values, and returns the
+   status mha_forward returns for the same shape and weights. */
+static void test_explain(void) {
+    mha_shape s = shape_rand(0), base;
+    mha_weights w;
+    tu_problem p;
+    char msg[96], small[8];
+    int trial, same = 1, said = 1, cut = 1, errors = 0;
+    s.heads = 4; s.kv_heads = 2; s.p_q = s.p_k = 64;
+    tu_problem_make(&p, &s, 1, 2, 3, 1);
+    base = s;
+    CHECK(mha_explain(&s, &p.w, msg, sizeof msg) == MHA_OK && strcmp(msg, "ok") == 0, "mha_explain: \"%s\"", msg);
+    s.p_k = 32;
+    CHECK(mha_explain(&s, &p.w, msg, sizeof msg) == MHA_ERR_SHAPE &&
+              strcmp(msg, "p_q 64 != p_k 32: dot scoring needs p_q = p_k") == 0,
+          "mha_explain: \"%s\"", msg);
+    s = base;
+    s.heads = 6; s.kv_heads = 4;
+    CHECK(mha_explain(&s, &p.w, msg, sizeof msg) == MHA_ERR_SHAPE &&
+              strcmp(msg, "heads 6 is not a multiple of kv_heads 4") == 0,
+          "mha_explain: \"%s\"", msg);
+    s = base;
+    s.d_k = -3;
+    CHECK(mha_explain(&s, &p.w, msg, sizeof msg) == MHA_ERR_SHAPE && strcmp(msg, "d_k is -3: must be >= 1") == 0,
+          "mha_explain: \"%s\"", msg);
+    s.d_k = INT32_MIN;
+    CHECK(mha_explain(&s, &p.w, msg, sizeof msg) == MHA_ERR_SHAPE &&
+              strcmp(msg, "d_k is -2147483648: must be >= 1") == 0,
+          "mha_explain: \"%s\"", msg);
+    s = base;
+    w = p.w;
+    w.w_o = NULL;
+    CHECK(mha_explain(&s, &w, msg, sizeof msg) == MHA_ERR_NULL && strcmp(msg, "w_o is NULL") == 0,
+          "mha_explain: \"%s\"", msg);
+    CHECK(mha_explain(NULL, &w, msg, sizeof msg) == MHA_ERR_NULL && strcmp(msg, "shape is NULL") == 0 &&
+              mha_explain(&s, NULL, msg, sizeof msg) == MHA_ERR_NULL &&
+              strcmp(msg, "w (the weights) is NULL") == 0,
+          "mha_explain: shape, weights NULL");
+    /* cut to fit, always ended; nothing written past msg_bytes; msg NULL or 0 bytes: the status alone */
+    s.p_k = 32;
+    memset(small, 'x', sizeof small);
+    cut &= mha_explain(&s, &p.w, small, 5) == MHA_ERR_SHAPE && strcmp(small, "p_q ") == 0 && small[5] == 'x';
+    memset(small, 'x', sizeof small);
+    cut &= mha_explain(&s, &p.w, small, 7) == MHA_ERR_SHAPE && strcmp(small, "p_q 64") == 0 && small[7] == 'x';
+    memset(small, 'x', sizeof small);
+    cut &= mha_explain(&s, &p.w, small, 1) == MHA_ERR_SHAPE && small[0] == '\0' && small[1] == 'x';
+    cut &= mha_explain(&s, &p.w, small, 0) == MHA_ERR_SHAPE && small[0] == '\0' && small[1] == 'x';
+    cut &= mha_explain(&s, &p.w, NULL, 40) == MHA_ERR_SHAPE;
+    CHECK(cut, "mha_explain: the message cut to msg_bytes, ended by a zero byte; msg NULL: the status alone");
+    tu_problem_free(&p);
+    /* the same status as mha_forward (its other arguments valid) for 1200 shapes and weights with
+       one or two mutations, additive and dot; a message for every failure */
+    for (trial = 0; trial < 1200; ++trial) {
+        mha_status e, f;
+        size_t bytes;
+        void *ws;
+        s = shape_rand(trial % 2);
+        tu_problem_make(&p, &s, 1, 2, 3, 1);
+        w = p.w;
+        mutate(&s, &w, (uint32_t)tu_next());
+        if (trial % 3 == 0) mutate(&s, &w, (uint32_t)tu_next());
+        bytes = mha_workspace_size(&s, 1, 2, 3);
+        ws = malloc(bytes ? bytes : 1);
+        msg[0] = '\0';
+        e = mha_explain(&s, &w, msg, sizeof msg);
+        f = mha_forward(&s, &w, 1, 2, 3, p.q, p.k, p.v, NULL, p.out, NULL, ws, bytes);
+        if (e != f) {
+            same = 0;
+            printf("mha_explain %d, mha_forward %d: %s\n", (int)e, (int)f, msg);
+        }
+        said &= msg[0] != '\0' && (e != MHA_OK || strcmp(msg, "ok") == 0);
+        errors += e != MHA_OK;
+        free(ws);
+        tu_problem_free(&p);
+    }
+    printf("mha_explain: %d of 1200 mutated shapes and weights fail a check, each with mha_forward's status\n", errors);
+    CHECK(same && errors > 600, "mha_explain: the status of mha_forward on 1200 mutated shapes and weights (%d errors)",
+          errors);
+    CHECK(said, "mha_explain: a message for each");
+}
+
 int main(void) {
     tu_seed(2026);
     test_canary();
@@ -713,6 +831,7 @@ int main(void) {
     test_masks();
     test_numbers();
     test_decode_statuses();
+    test_explain();
     CHECK((mha_build_info().fast == 0) == (strcmp(mha_build_info().vector, "none") == 0) &&
               strcmp(mha_build_info().version, MHA_VERSION_STRING) == 0,
           "mha_build_info: fast %d, vector code %s, version %s", (int)mha_build_info().fast, mha_build_info().vector,

@@ -3,6 +3,9 @@
    are not needed: the error is measured against the double value).
    Sweeps float bit patterns with a stride (MATHF_STRIDE, smaller is denser). */
 #define MHA_NO_LIBM 1
+#ifndef MHA_FAST /* the scalar functions tested here are the same on both paths: without the fast one, it builds faster */
+#define MHA_FAST 0
+#endif
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
 #include <float.h>

@@ -20,6 +20,9 @@
                      Q8_LINKED it is linked from tests/test_impl.c (tests/coverage.sh) */
 #define MHA_IMPLEMENTATION
 #endif
+#ifndef MHA_FAST /* the int8 path does not use the fast path's code: compiled without it, the test builds faster */
+#define MHA_FAST 0
+#endif
 #include "test_util.h"
 #ifndef MHA_Q8_SINGLE_ROUNDING
 #define MHA_Q8_SINGLE_ROUNDING 0
