@@ -1106,73 +1106,113 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PART
 #endif
 
 /* The checks of a shape and its weights, one a line, in the order of the
-   error table: X(status, the failing condition, the message, its values).
-   A checker never computes: mha__setup returns the status of the first that
-   fails, mha_explain also writes its message (%d: the values, in order). */
+   error table: X(name, status, the failing condition, the message, its
+   values). A checker never computes: mha__check_shape and
+   mha__check_weights return the status of the first that fails, and for
+   mha_explain (why not NULL) note its name and values; mha__say writes its
+   message (%d: the values, in order). */
 #define MHA__KV_HEADS(s) ((s)->kv_heads ? (s)->kv_heads : (s)->heads)
-#define MHA__CHECKS_SHAPE(X)                                                                                     \
-    X(MHA_ERR_NULL, !s, "shape is NULL", 0, 0)                                                                   \
-    X(MHA_ERR_NULL, !w, "w (the weights) is NULL", 0, 0)                                                         \
-    X(MHA_ERR_SHAPE, s->heads < 1, "heads is %d: must be >= 1", s->heads, 0)                                   \
-    X(MHA_ERR_SHAPE, s->kv_heads < 0, "kv_heads is %d: must be >= 1 (0: heads)", s->kv_heads, 0)                \
-    X(MHA_ERR_SHAPE, s->d_q < 1, "d_q is %d: must be >= 1", s->d_q, 0)                                         \
-    X(MHA_ERR_SHAPE, s->d_k < 1, "d_k is %d: must be >= 1", s->d_k, 0)                                         \
-    X(MHA_ERR_SHAPE, s->d_v < 1, "d_v is %d: must be >= 1", s->d_v, 0)                                         \
-    X(MHA_ERR_SHAPE, s->p_q < 1, "p_q is %d: must be >= 1", s->p_q, 0)                                         \
-    X(MHA_ERR_SHAPE, s->p_k < 1, "p_k is %d: must be >= 1", s->p_k, 0)                                         \
-    X(MHA_ERR_SHAPE, s->p_v < 1, "p_v is %d: must be >= 1", s->p_v, 0)                                         \
-    X(MHA_ERR_SHAPE, s->p_o < 1, "p_o is %d: must be >= 1", s->p_o, 0)                                         \
-    X(MHA_ERR_SHAPE, s->heads % MHA__KV_HEADS(s) != 0, "heads %d is not a multiple of kv_heads %d", s->heads,  \
-      MHA__KV_HEADS(s))                                                                                          \
-    MHA__CHECKS_KNOBS(X)                                                                                         \
-    X(MHA_ERR_SHAPE, s->score == MHA_SCORE_DOT && s->p_q != s->p_k, "p_q %d != p_k %d: dot scoring needs p_q = p_k", \
-      s->p_q, s->p_k)                                                                                            \
-    X(MHA_ERR_SHAPE, s->score == MHA_SCORE_DOT && !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX),               \
-      "scale is not finite", 0, 0)                                                                               \
+#define MHA__CHECKS_SHAPE(X)                                                                                           \
+    X(MHA__C_SHAPE, MHA_ERR_NULL, !s, "shape is NULL", 0, 0)                                                           \
+    X(MHA__C_W, MHA_ERR_NULL, !w, "w (the weights) is NULL", 0, 0)                                                     \
+    X(MHA__C_HEADS, MHA_ERR_SHAPE, s->heads < 1, "heads is %d: must be >= 1", s->heads, 0)                             \
+    X(MHA__C_KV_HEADS, MHA_ERR_SHAPE, s->kv_heads < 0, "kv_heads is %d: must be >= 1 (0: heads)", s->kv_heads, 0)      \
+    X(MHA__C_D_Q, MHA_ERR_SHAPE, s->d_q < 1, "d_q is %d: must be >= 1", s->d_q, 0)                                     \
+    X(MHA__C_D_K, MHA_ERR_SHAPE, s->d_k < 1, "d_k is %d: must be >= 1", s->d_k, 0)                                     \
+    X(MHA__C_D_V, MHA_ERR_SHAPE, s->d_v < 1, "d_v is %d: must be >= 1", s->d_v, 0)                                     \
+    X(MHA__C_P_Q, MHA_ERR_SHAPE, s->p_q < 1, "p_q is %d: must be >= 1", s->p_q, 0)                                     \
+    X(MHA__C_P_K, MHA_ERR_SHAPE, s->p_k < 1, "p_k is %d: must be >= 1", s->p_k, 0)                                     \
+    X(MHA__C_P_V, MHA_ERR_SHAPE, s->p_v < 1, "p_v is %d: must be >= 1", s->p_v, 0)                                     \
+    X(MHA__C_P_O, MHA_ERR_SHAPE, s->p_o < 1, "p_o is %d: must be >= 1", s->p_o, 0)                                     \
+    X(MHA__C_GROUPS, MHA_ERR_SHAPE, s->heads % MHA__KV_HEADS(s) != 0, "heads %d is not a multiple of kv_heads %d",     \
+      s->heads, MHA__KV_HEADS(s))                                                                                      \
+    MHA__CHECKS_KNOBS(X)                                                                                               \
+    X(MHA__C_DOT_P, MHA_ERR_SHAPE, s->score == MHA_SCORE_DOT && s->p_q != s->p_k,                                      \
+      "p_q %d != p_k %d: dot scoring needs p_q = p_k", s->p_q, s->p_k)                                                 \
+    X(MHA__C_SCALE, MHA_ERR_SHAPE, s->score == MHA_SCORE_DOT && !(s->scale >= -FLT_MAX && s->scale <= FLT_MAX),        \
+      "scale is not finite", 0, 0)                                                                                     \
     MHA__CHECKS_SCORE(X)
 #if MHA_NO_EXTRAS
-#define MHA__CHECKS_KNOBS(X)                                                                                     \
-    X(MHA_ERR_SHAPE, s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks || w->type,                      \
+#define MHA__CHECKS_KNOBS(X)                                                                                           \
+    X(MHA__C_EXTRAS, MHA_ERR_SHAPE, s->rope_dim || s->alibi || s->softcap != 0.0f || w->sinks || w->type,              \
       "RoPE, ALiBi, soft-cap, sinks and 16-bit weights are compiled out (MHA_NO_EXTRAS)", 0, 0)
 #else
-#define MHA__CHECKS_KNOBS(X)                                                                                     \
-    X(MHA_ERR_SHAPE, (uint32_t)w->type > (uint32_t)MHA_BF16, "w->type is %d: MHA_F32, MHA_F16 or MHA_BF16",     \
-      w->type, 0)                                                                                                \
-    X(MHA_ERR_SHAPE, s->rope_dim < 0 || s->rope_dim % 2, "rope_dim is %d: must be even and >= 0", s->rope_dim, 0) \
-    X(MHA_ERR_SHAPE, s->rope_dim > s->p_q, "rope_dim %d > p_q %d", s->rope_dim, s->p_q)                         \
-    X(MHA_ERR_SHAPE, s->rope_dim > s->p_k, "rope_dim %d > p_k %d", s->rope_dim, s->p_k)                         \
-    X(MHA_ERR_SHAPE, (uint32_t)s->rope_pairs > 1u, "rope_pairs is %d: must be 0 or 1", s->rope_pairs, 0)      \
-    X(MHA_ERR_SHAPE, !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX), "rope_theta is not finite and >= 0", \
-      0, 0)                                                                                                      \
-    X(MHA_ERR_SHAPE, !(s->softcap >= 0.0f && s->softcap <= FLT_MAX), "softcap is not finite and >= 0", 0, 0)
+#define MHA__CHECKS_KNOBS(X)                                                                                           \
+    X(MHA__C_TYPE, MHA_ERR_SHAPE, (uint32_t)w->type > (uint32_t)MHA_BF16,                                              \
+      "w->type is %d: MHA_F32, MHA_F16 or MHA_BF16", w->type, 0)                                                       \
+    X(MHA__C_ROPE_DIM, MHA_ERR_SHAPE, s->rope_dim < 0 || s->rope_dim % 2, "rope_dim is %d: must be even and >= 0",     \
+      s->rope_dim, 0)                                                                                                  \
+    X(MHA__C_ROPE_P_Q, MHA_ERR_SHAPE, s->rope_dim > s->p_q, "rope_dim %d > p_q %d", s->rope_dim, s->p_q)               \
+    X(MHA__C_ROPE_P_K, MHA_ERR_SHAPE, s->rope_dim > s->p_k, "rope_dim %d > p_k %d", s->rope_dim, s->p_k)               \
+    X(MHA__C_ROPE_PAIRS, MHA_ERR_SHAPE, (uint32_t)s->rope_pairs > 1u, "rope_pairs is %d: must be 0 or 1",              \
+      s->rope_pairs, 0)                                                                                                \
+    X(MHA__C_ROPE_THETA, MHA_ERR_SHAPE, !(s->rope_theta >= 0.0f && s->rope_theta <= FLT_MAX),                          \
+      "rope_theta is not finite and >= 0", 0, 0)                                                                       \
+    X(MHA__C_SOFTCAP, MHA_ERR_SHAPE, !(s->softcap >= 0.0f && s->softcap <= FLT_MAX), "softcap is not finite and >= 0", \
+      0, 0)
 #endif
 #if MHA_NO_ADDITIVE
-#define MHA__CHECKS_SCORE(X)                                                                                     \
-    X(MHA_ERR_SHAPE, s->score != MHA_SCORE_DOT,                                                                  \
+#define MHA__CHECKS_SCORE(X)                                                                                           \
+    X(MHA__C_SCORE, MHA_ERR_SHAPE, s->score != MHA_SCORE_DOT,                                                          \
       "score is %d: MHA_SCORE_DOT (additive scoring is compiled out: MHA_NO_ADDITIVE)", (int32_t)s->score, 0)
 #else
-#define MHA__CHECKS_SCORE(X)                                                                                     \
-    X(MHA_ERR_SHAPE, s->score != MHA_SCORE_DOT && s->score != MHA_SCORE_ADDITIVE,                                \
-      "score is %d: MHA_SCORE_DOT or MHA_SCORE_ADDITIVE", (int32_t)s->score, 0)                                 \
-    X(MHA_ERR_SHAPE, s->score == MHA_SCORE_ADDITIVE && s->p_a < 1, "p_a is %d: additive scoring needs p_a >= 1", \
-      s->p_a, 0)
+#define MHA__CHECKS_SCORE(X)                                                                                           \
+    X(MHA__C_SCORE, MHA_ERR_SHAPE, s->score != MHA_SCORE_DOT && s->score != MHA_SCORE_ADDITIVE,                        \
+      "score is %d: MHA_SCORE_DOT or MHA_SCORE_ADDITIVE", (int32_t)s->score, 0)                                        \
+    X(MHA__C_P_A, MHA_ERR_SHAPE, s->score == MHA_SCORE_ADDITIVE && s->p_a < 1,                                         \
+      "p_a is %d: additive scoring needs p_a >= 1", s->p_a, 0)
 #endif
 /* The weights mha_forward reads (need_o: W_o, which mha_head does not). */
-#define MHA__CHECKS_WEIGHTS(X)                                                                                   \
-    X(MHA_ERR_NULL, !w->w_q, "w_q is NULL", 0, 0)                                                                \
-    X(MHA_ERR_NULL, !w->w_k, "w_k is NULL", 0, 0)                                                                \
-    X(MHA_ERR_NULL, !w->w_v, "w_v is NULL", 0, 0)                                                                \
-    X(MHA_ERR_NULL, need_o && !w->w_o, "w_o is NULL", 0, 0)                                                      \
-    X(MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_q, "w->a_q is NULL (additive scoring)", 0, 0)               \
-    X(MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_k, "w->a_k is NULL (additive scoring)", 0, 0)               \
-    X(MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_v, "w->a_v is NULL (additive scoring)", 0, 0)
+#define MHA__CHECKS_WEIGHTS(X)                                                                                         \
+    X(MHA__C_W_Q, MHA_ERR_NULL, !w->w_q, "w_q is NULL", 0, 0)                                                          \
+    X(MHA__C_W_K, MHA_ERR_NULL, !w->w_k, "w_k is NULL", 0, 0)                                                          \
+    X(MHA__C_W_V, MHA_ERR_NULL, !w->w_v, "w_v is NULL", 0, 0)                                                          \
+    X(MHA__C_W_O, MHA_ERR_NULL, need_o && !w->w_o, "w_o is NULL", 0, 0)                                                \
+    X(MHA__C_A_Q, MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_q, "w->a_q is NULL (additive scoring)", 0, 0)          \
+    X(MHA__C_A_K, MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_k, "w->a_k is NULL (additive scoring)", 0, 0)          \
+    X(MHA__C_A_V, MHA_ERR_NULL, MHA__ADDITIVE_SHAPE(s) && !w->a_v, "w->a_v is NULL (additive scoring)", 0, 0)
 #if MHA_NO_ADDITIVE
 #define MHA__ADDITIVE_SHAPE(s) 0
 #else
 #define MHA__ADDITIVE_SHAPE(s) ((s)->score == MHA_SCORE_ADDITIVE)
 #endif
-#define MHA__FAIL_IF(status, bad, message, a, b) \
+#define MHA__CHECK_NAME(name, status, bad, message, a, b) name,
+enum { MHA__CHECKS_SHAPE(MHA__CHECK_NAME) MHA__CHECKS_WEIGHTS(MHA__CHECK_NAME) MHA__CHECK_OK };
+/* What mha_explain reports: the check that failed (MHA__CHECK_OK: none)
+   and its values. The calls pass one of their own that nobody reads. */
+typedef struct mha__why {
+    int name;
+    int32_t v[2];
+} mha__why;
+#if MHA_NO_STATUS_STRINGS
+#define MHA__FAIL_IF(name, status, bad, message, a, b) \
     if (bad) return status;
+#define MHA__CHECKER MHA__INLINE /* in the call's set-up, as one list */
+#else
+#define MHA__CHECKER MHA__NOINLINE /* once, for the calls and mha_explain */
+/* A failed check's code for mha__note: its status (-1 or -2) less 8 times one more than its name. */
+#define MHA__CODE(name, status) ((int)(status) - 8 * ((int)(name) + 1))
+MHA__PRIVATE mha_status mha__note(mha__why *why, int code, int32_t a, int32_t b) {
+    why->name = -code / 8 - 1;
+    why->v[0] = a;
+    why->v[1] = b;
+    return (mha_status) - (-code % 8);
+}
+#define MHA__FAIL_IF(name, status, bad, message, a, b) \
+    if (bad) return mha__note(why, MHA__CODE(name, status), a, b);
+#endif
+/* MHA_OK when the shape passes its checks, else the status of the first that fails. */
+MHA__PRIVATE MHA__CHECKER mha_status mha__check_shape(const mha_shape *s, const mha_weights *w, mha__why *why) {
+    (void)why;
+    MHA__CHECKS_SHAPE(MHA__FAIL_IF)
+    return MHA_OK;
+}
+/* The same for the weights (after the shape's checks and the call's counts). */
+MHA__PRIVATE mha_status mha__check_weights(const mha_shape *s, const mha_weights *w, int need_o, mha__why *why) {
+    (void)s, (void)why; /* s: additive scoring's */
+    MHA__CHECKS_WEIGHTS(MHA__FAIL_IF)
+    return MHA_OK;
+}
 
 /* Checks a shape (MHA__CHECKS_SHAPE) and fills the sizes of *c; MHA_OK,
    MHA_ERR_NULL (shape or w) or MHA_ERR_SHAPE. The counts of the call are
@@ -1180,7 +1220,9 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PART
    until it sets it. */
 MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_weights *w) {
     size_t k;
-    MHA__CHECKS_SHAPE(MHA__FAIL_IF)
+    mha__why why; /* not read */
+    mha_status st = mha__check_shape(s, w, &why);
+    if (st != MHA_OK) return st;
     for (k = 0; k < MHA__SIZES; ++k) /* heads .. p_o, in the same order in both (mha__layout_holds) */
         *(size_t *)(void *)((unsigned char *)&c->h + k * sizeof(size_t)) =
             MHA__SZ(*(const int32_t *)(const void *)((const unsigned char *)s + k * sizeof(int32_t)));
@@ -4021,6 +4063,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
                                          const mha_mask *mask, float *out, float *attn, void *workspace,
                                          size_t workspace_bytes, int32_t head, int32_t len MHA__FAST_PARAMS) {
     mha__ctx c;
+    mha__why why; /* not read: the calls return the status alone */
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
@@ -4030,12 +4073,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
     c.m = c.mp = c.ms = MHA__SZ(m);
-    {
-        const mha_shape *s = shape; /* the names the list uses */
-        int need_o = head < 0;
-        (void)s;
-        MHA__CHECKS_WEIGHTS(MHA__FAIL_IF)
-    }
+    if ((st = mha__check_weights(shape, w, head < 0, &why)) != MHA_OK) return st;
     if (!queries || !keys || !values || !out) return MHA_ERR_NULL;
     c.head = head;
     c.len = len;
@@ -4344,41 +4382,42 @@ MHADEF const char *mha_status_string(mha_status status) {
 #endif
 }
 
-/* msg (cap bytes) := message, each %d replaced by the next of a, b in decimal; cut to fit. */
-MHA__PRIVATE void mha__say(char *msg, size_t cap, const char *message, int32_t a, int32_t b) {
+/* msg (cap bytes) := the message of the check why names, each %d
+   replaced by the next of its values in decimal; cut to fit. Without the
+   status strings, "". */
+MHA__PRIVATE void mha__say(char *msg, size_t cap, const mha__why *why) {
     size_t at = 0;
+#if !MHA_NO_STATUS_STRINGS
+#define MHA__MESSAGE(name, status, bad, message, a, b) message,
+    static const char *const messages[MHA__CHECK_OK + 1] = {
+        MHA__CHECKS_SHAPE(MHA__MESSAGE) MHA__CHECKS_WEIGHTS(MHA__MESSAGE) "ok"};
+    const char *m = messages[why->name];
     int used = 0;
-    if (!msg || cap == 0) return;
-    for (; *message && at + 1 < cap; ++message) {
-        char digits[12];
-        int64_t v;
-        int len = 0;
-        if (message[0] != '%' || message[1] != 'd') {
-            msg[at++] = *message;
+    for (; msg && *m && at + 1 < cap; ++m) {
+        char digits[11], *d = digits + sizeof digits; /* a value's sign and digits, from the end */
+        uint32_t x;
+        if (*m != '%') {
+            msg[at++] = *m;
             continue;
         }
-        ++message;
-        v = used++ ? b : a;
-        if (v < 0) msg[at++] = '-';
-        v = v < 0 ? -v : v;
-        do digits[len++] = (char)('0' + v % 10); while ((v /= 10) != 0);
-        while (len > 0 && at + 1 < cap) msg[at++] = digits[--len];
+        ++m; /* the d of %d */
+        x = why->v[used] < 0 ? 0u - (uint32_t)why->v[used] : (uint32_t)why->v[used]; /* |INT32_MIN| too */
+        do *--d = (char)('0' + x % 10u); while ((x /= 10u) != 0);
+        if (why->v[used++] < 0) *--d = '-';
+        while (d < digits + sizeof digits && at + 1 < cap) msg[at++] = *d++;
     }
-    msg[at] = '\0';
+#else
+    (void)why;
+#endif
+    if (msg && cap) msg[at] = '\0';
 }
 
-#define MHA__EXPLAIN(status, bad, message, a, b)          \
-    if (bad) {                                            \
-        mha__say(msg, msg_bytes, message, a, b);          \
-        return status;                                    \
-    }
 MHADEF mha_status mha_explain(const mha_shape *shape, const mha_weights *w, char *msg, size_t msg_bytes) {
-    const mha_shape *s = shape; /* the names the lists use */
-    int need_o = 1;
-    MHA__CHECKS_SHAPE(MHA__EXPLAIN)
-    MHA__CHECKS_WEIGHTS(MHA__EXPLAIN)
-    mha__say(msg, msg_bytes, "ok", 0, 0);
-    return MHA_OK;
+    mha__why why = {MHA__CHECK_OK, {0, 0}};
+    mha_status st = mha__check_shape(shape, w, &why);
+    if (st == MHA_OK) st = mha__check_weights(shape, w, 1, &why);
+    mha__say(msg, msg_bytes, &why);
+    return st;
 }
 
 MHADEF mha_build mha_build_info(void) {
@@ -5390,14 +5429,13 @@ MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_
                                              const mha_grads *grads, void *workspace, size_t workspace_bytes,
                                              int fast) {
     mha__ctx c;
+    mha__why why; /* not read */
     mha__bwd *B;
     unsigned char *ws;
     size_t bytes, k;
     int st = mha__bwd_setup(&c, shape, w, batch, n, m, fast, &bytes);
     if (st != MHA_OK) return st;
-    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !queries || !keys || !values || !d_out ||
-        (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))
-        return MHA_ERR_NULL;
+    if (mha__check_weights(shape, w, 1, &why) != MHA_OK || !queries || !keys || !values || !d_out) return MHA_ERR_NULL;
     c.mask = mask;
     if (mask && mask->bias && mha__layout(&c, NULL) == SIZE_MAX) bytes = SIZE_MAX; /* the bias array's bytes */
     st = mha__check(&c, bytes, workspace_bytes, workspace);
