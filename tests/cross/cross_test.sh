@@ -25,7 +25,8 @@
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
 #   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
-#   reference, plus the suite and the decoding tests on it;
+#   reference, plus the suite and the decoding tests on it (lighter where
+#   emulation is slowest: see linux() below);
 #   Cortex-M0+ and RISC-V rv32imac: compile only, with -Werror;
 #   a bare Cortex-M4F image around mha.h, checked with nm for heap and
 #   double-precision helpers; instructions per inference of a keyword-spotting
