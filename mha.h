@@ -1108,8 +1108,8 @@ enum { MHA__KP, MHA__VP, MHA__AK, MHA__QP, MHA__AQ, MHA__SC, MHA__CAT, MHA__PART
 /* The checks of a shape and its weights, one a line, in the order of the
    error table: X(name, status, the failing condition, the message, its
    values). A checker never computes: mha__check_shape and
-   mha__check_weights return the status of the first that fails, and for
-   mha_explain (why not NULL) note its name and values; mha__say writes its
+   mha__check_weights return the status of the first that fails and note
+   its name and values in *why, which mha_explain reads; mha__say writes its
    message (%d: the values, in order). */
 #define MHA__KV_HEADS(s) ((s)->kv_heads ? (s)->kv_heads : (s)->heads)
 #define MHA__CHECKS_SHAPE(X)                                                                                           \
