@@ -62,11 +62,12 @@ TESTDEP  = mha.h tests/test_util.h tests/naive_ref.h
 TFLAGS   = $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests
 # The contract tests (the header included twice, MHA_STATIC pairs, C++, empty options), the
 # examples and the trained models check what compiles and what a program computes, not its
-# speed: -O0 keeps make test's build short; the
+# speed: -O0 keeps make test's build short (the language model: TLMFLAGS); the
 # implementation's objects and the tests of private functions are built with CFLAGS.
 OFLAGS   ?= -O0
 EXFLAGS  ?= -O0
 MODFLAGS ?= -O0
+TLMFLAGS ?= -O1 # the language model (at -O0 its run, token by token, costs more than -O1 adds to its build)
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # numpy writes two things at build time: the 1000 int8 cases of tests/q8_ref.py and the
@@ -116,7 +117,7 @@ IFSIMD   =
 IFFAST   =
 VGFAST   =
 endif
-FASTDEP  = tests/test_fast.c $(TESTDEP)
+FASTDEP  = tests/test_fast.c tests/test_hooks.h $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backward_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
 EXAMPLES = quickstart encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
@@ -137,26 +138,39 @@ $(BUILD):
 	mkdir -p $(BUILD)
 
 # The implementation is compiled once per configuration (tests/test_impl.c into an object);
-# every test program that uses only the public API is its own file compiled with the same
-# configuration and linked against that object. Only the tests of private functions
-# (test_fast, test_q8, test_mathf, test_bf16dot) and the examples compile the header themselves.
+# every test program is its own file compiled with the same configuration and linked against
+# that object: test_fast and test_q8 reach the private functions they check (the vector exp and
+# tanh, the integer exp) through tests/test_hooks.h. Only test_mathf (private functions of the
+# call state), test_bf16dot (a configuration of its own) and the examples compile the header
+# themselves.
 #   ref       the reference path (MHA_FAST 0)
 #   portable  the fast path's portable vectors; decoding's cache chunks of 256 slots, not
 #             1024, so that the tests' caches of 515 to 647 positions span several chunks
 #   fast      the fast path for AVX2 with F16C's 16-bit conversions (elsewhere: the target's
 #             own vector unit)
 #   avx512    the fast path for AVX-512 (x86-64), chunks of 256 slots
+#   q8single  the reference path with the int8 path's single rounding (MHA_Q8_SINGLE_ROUNDING 1)
 DCH256 = "-DMHA__DCH=((size_t)256)"
 CFG_ref      =
 CFG_portable = -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256)
 CFG_fast     = -DMHA_FAST=1 $(FASTMHA) $(F16C)
 CFG_avx512   = -DMHA_FAST=1 -mavx512f -mfma $(DCH256)
+CFG_q8single = -DMHA_Q8_SINGLE_ROUNDING=1
 .PRECIOUS: $(BUILD)/impl_%.o $(BUILD)/asan_impl_%.o
-$(BUILD)/impl_%.o: tests/test_impl.c mha.h | $(BUILD)
+$(BUILD)/impl_%.o: tests/test_impl.c tests/test_hooks.h mha.h | $(BUILD)
 	$(CC) $(TFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
 
-$(BUILD)/test_mha: $(SUITEDEP) $(BUILD)/impl_ref.o | $(BUILD)
-	$(CC) $(TFLAGS) tests/test_mha.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
+# A test's own file does not depend on the configuration (it asks mha_build_info and the hooks):
+# compiled once into an object, linked with each configuration's.
+$(BUILD)/t_%.o: tests/%.c $(TESTDEP) tests/test_hooks.h | $(BUILD)
+	$(CC) $(TFLAGS) -c $< -o $@
+$(BUILD)/t_test_mha.o: $(SUITEDEP)
+$(BUILD)/t_test_q8.o: $(Q8DEP)
+$(BUILD)/t_test_backward.o: tests/ref_backward.h
+$(BUILD)/t_test_fast.o: $(FASTDEP)
+
+$(BUILD)/test_mha: $(BUILD)/t_test_mha.o $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test_hostile: $(HOSTILE) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
 	$(CC) $(TFLAGS) tests/test_hostile.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
@@ -170,24 +184,23 @@ $(BUILD)/replay: $(REPLAY) $(TESTDEP) tests/fuzz/predicate.h $(BUILD)/impl_ref.o
 # (test_backward: the reference build; _portable, _fast, _avx512: the fast path, which it
 # also compares with mha_backward_reference)
 BACKWARD = tests/test_backward.c tests/test_impl.c
-$(BUILD)/test_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
-	$(CC) $(TFLAGS) tests/test_backward.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/test_backward: $(BUILD)/t_test_backward.o $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_backward_%: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/impl_%.o | $(BUILD)
-	$(CC) $(TFLAGS) $(CFG_$*) tests/test_backward.c $(BUILD)/impl_$*.o -o $@ $(LDLIBS)
+$(BUILD)/test_backward_%: $(BUILD)/t_test_backward.o $(BUILD)/impl_%.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
 # the int8 path against tests/q8_ref.py (numpy), bit for bit: 1000 cases written at build time
 # (a few more are in tests/ref_q8_small.h), in both rounding modes
-Q8DEP = tests/test_q8.c tests/ref_q8_small.h $(TESTDEP)
+Q8DEP = tests/test_q8.c tests/ref_q8_small.h tests/test_hooks.h $(TESTDEP)
 $(BUILD)/q8_cases.bin: tests/q8_ref.py | $(BUILD)
 	$(PYTHON) tests/q8_ref.py $@ --cases 1000
 
-$(BUILD)/test_q8: $(Q8DEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -Itests tests/test_q8.c -o $@ $(LDLIBS)
+$(BUILD)/test_q8: $(BUILD)/t_test_q8.o $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_q8_single: $(Q8DEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_Q8_SINGLE_ROUNDING=1 -Itests \
-	    tests/test_q8.c -o $@ $(LDLIBS)
+$(BUILD)/test_q8_single: $(BUILD)/t_test_q8.o $(BUILD)/impl_q8single.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Itests tests/test_threads.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS) -pthread
@@ -196,29 +209,29 @@ $(BUILD)/test_threads: $(THREADS) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
 $(BUILD)/test_mathf: tests/test_mathf.c $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMATHF_STRIDE=487u -Itests $< -o $@ $(LDLIBS)
 
-$(BUILD)/test_fast: $(FASTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -DMHA_NO_SIMD=1 -Itests $< -o $@ $(LDLIBS)
+$(BUILD)/test_fast: $(BUILD)/t_test_fast.o $(BUILD)/impl_portable.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_fast_avx2: $(FASTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -mavx2 -mfma -Itests $< -o $@ $(LDLIBS)
+$(BUILD)/test_fast_avx2: $(BUILD)/t_test_fast.o $(BUILD)/impl_fast.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_fast_avx512: $(FASTDEP) | $(BUILD)
-	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion -mavx512f -mfma -Itests $< -o $@ $(LDLIBS)
+$(BUILD)/test_fast_avx512: $(BUILD)/t_test_fast.o $(BUILD)/impl_avx512.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
 # bf16 products (MHA_BF16_DOT 1) against the double oracle; runs where the CPU has AVX512-BF16
 $(BUILD)/test_bf16dot: tests/test_bf16dot.c tests/two_threads.h $(TESTDEP) | $(BUILD)
 	$(CC) $(CFLAGS) $(STRICT) -Wno-conversion -Wno-double-promotion $(BF16DOT) -Itests $< -o $@ $(LDLIBS) -pthread
 
-$(BUILD)/test_mha_fast: $(SUITEDEP) $(BUILD)/impl_fast.o | $(BUILD)
-	$(CC) $(TFLAGS) $(CFG_fast) tests/test_mha.c $(BUILD)/impl_fast.o -o $@ $(LDLIBS)
+$(BUILD)/test_mha_fast: $(BUILD)/t_test_mha.o $(BUILD)/impl_fast.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
 # Decoding and mha_attend against mha_forward_reference: the reference build, the
 # fast path's portable code, and the fast path for the machine's vector units
-$(BUILD)/test_decode: $(DECODE) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)
-	$(CC) $(TFLAGS) tests/test_decode.c $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/test_decode: $(BUILD)/t_test_decode.o $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/test_decode_%: $(DECODE) $(TESTDEP) $(BUILD)/impl_%.o | $(BUILD)
-	$(CC) $(TFLAGS) $(CFG_$*) tests/test_decode.c $(BUILD)/impl_$*.o -o $@ $(LDLIBS)
+$(BUILD)/test_decode_%: $(BUILD)/t_test_decode.o $(BUILD)/impl_%.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/include_twice: tests/include_twice.c mha.h | $(BUILD)
 	$(CC) $(OFLAGS) $(STRICT) $< -o $@ $(LDLIBS)
@@ -258,9 +271,9 @@ $(BUILD)/pct/digits_q8.h: examples/digits/quantize.py examples/digits/digits_mod
 $(BUILD)/digits_q8p: $(DIGITS) $(BUILD)/pct/digits_q8.h | $(BUILD)
 	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD)/pct $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm: $(TINYLM) | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
+	$(CC) $(TLMFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+	$(CC) $(TLMFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
 # examples/train: an attention layer trained in C (mha_backward, SGD), its loss curve against
 # PyTorch's (examples/train/torch_curve.h, written by examples/train/train_torch.py)
 $(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h | $(BUILD)
@@ -293,7 +306,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@$(if $(SKIPPED),echo "$(SKIPPED)")
-	@RUN_JOBS=$(JOBS) sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD)" "sh tests/docs_check.sh $(BUILD)" \
+	@RUN_JOBS=$(JOBS) sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD) none" "sh tests/docs_check.sh $(BUILD)" \
 	    "sh tests/run_examples.sh $(EXBINS)"
 
 run: $(BUILD)/encoder_block
@@ -306,7 +319,7 @@ ASAN = $(BUILD)/asan_mha $(BUILD)/asan_hostile $(BUILD)/asan_replay $(BUILD)/asa
        $(BUILD)/asan_hostile_fast $(BUILD)/asan_replay_fast $(BUILD)/asan_decode $(BUILD)/asan_backward \
        $(BUILD)/asan_backward_portable $(BUILD)/asan_backward_fast $(BUILD)/asan_decode_portable \
        $(BUILD)/asan_decode_fast $(ASANBF) $(BUILD)/asan_q8 $(BUILD)/q8_cases.bin
-$(BUILD)/asan_impl_%.o: tests/test_impl.c mha.h | $(BUILD)
+$(BUILD)/asan_impl_%.o: tests/test_impl.c tests/test_hooks.h mha.h | $(BUILD)
 	clang $(SANFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
 $(BUILD)/asan_mha: $(SUITEDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
 	clang $(SANFLAGS) tests/test_mha.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
@@ -326,14 +339,14 @@ $(BUILD)/asan_backward: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/asa
 	clang $(SANFLAGS) tests/test_backward.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
 $(BUILD)/asan_backward_%: $(BACKWARD) tests/ref_backward.h $(TESTDEP) $(BUILD)/asan_impl_%.o | $(BUILD)
 	clang $(SANFLAGS) $(CFG_$*) tests/test_backward.c $(BUILD)/asan_impl_$*.o -o $@ $(LDLIBS)
-$(BUILD)/asan_fast: $(FASTDEP) | $(BUILD)
-	clang $(SANFLAGS) -DMHA_NO_SIMD=1 tests/test_fast.c -o $@ $(LDLIBS)
-$(BUILD)/asan_fast_simd: $(FASTDEP) | $(BUILD)
-	clang $(SANFLAGS) $(FASTMHA) tests/test_fast.c -o $@ $(LDLIBS)
+$(BUILD)/asan_fast: $(FASTDEP) $(BUILD)/asan_impl_portable.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_fast.c $(BUILD)/asan_impl_portable.o -o $@ $(LDLIBS)
+$(BUILD)/asan_fast_simd: $(FASTDEP) $(BUILD)/asan_impl_fast.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_fast.c $(BUILD)/asan_impl_fast.o -o $@ $(LDLIBS)
 $(BUILD)/asan_bf16dot: tests/test_bf16dot.c tests/two_threads.h $(TESTDEP) | $(BUILD)
 	clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $@ $(LDLIBS) -pthread
-$(BUILD)/asan_q8: $(Q8DEP) | $(BUILD)
-	clang $(SANFLAGS) tests/test_q8.c -o $@ $(LDLIBS)
+$(BUILD)/asan_q8: $(Q8DEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_q8.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
 sanitize: | $(BUILD)
 	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN)
 	@RUN_JOBS=$(JOBS) sh tests/run.sh "$(BUILD)/asan_q8 $(BUILD)/q8_cases.bin" $(BUILD)/asan_mha $(BUILD)/asan_hostile \
@@ -359,8 +372,8 @@ valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_
 
 tsan: | $(BUILD)
 	clang -O1 -g -fsanitize=thread -std=c99 -Itests $(THREADS) -o $(BUILD)/tsan_threads $(LDLIBS) -pthread
-	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_FAST_THREADS $(FASTMHA) -Itests \
-	    tests/test_fast.c -o $(BUILD)/tsan_fast $(LDLIBS) -pthread
+	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_FAST_THREADS -DMHA_FAST=1 $(FASTMHA) -Itests \
+	    tests/test_fast.c tests/test_impl.c -o $(BUILD)/tsan_fast $(LDLIBS) -pthread
 	clang -O1 -g -fsanitize=thread -std=c99 -D_POSIX_C_SOURCE=200112L -DTEST_DECODE_THREADS -DMHA_FAST=1 $(FASTMHA) $(DCH256) \
 	    -Itests $(DECODE) -o $(BUILD)/tsan_decode $(LDLIBS) -pthread
 	@sh tests/run.sh $(BUILD)/tsan_threads "$(IFSIMD) $(BUILD)/tsan_fast 40" "$(IFSIMD) $(BUILD)/tsan_decode"

@@ -12,7 +12,7 @@ gcc $F tests/test_hostile.c "$d/test_impl.o" -o "$d/test_hostile" -lm
 gcc $F tests/fuzz/fuzz_mha.c tests/fuzz/replay.c "$d/test_impl.o" -o "$d/replay" -lm
 gcc $F tests/test_decode.c "$d/test_impl.o" -o "$d/test_decode" -lm
 gcc $F tests/test_backward.c "$d/test_impl.o" -o "$d/test_backward" -lm
-gcc $F -DQ8_LINKED tests/test_q8.c "$d/test_impl.o" -o "$d/test_q8" -lm
+gcc $F tests/test_q8.c "$d/test_impl.o" -o "$d/test_q8" -lm
 ${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$d/q8_cases.bin" --cases 300 > /dev/null
 "$d/test_mha" > /dev/null
 "$d/test_decode" > /dev/null

@@ -87,7 +87,8 @@ fast_cc() { # fast_cc CC FLAGS...: strict implementation, the suite on the fast 
     $x "$B/fsuite" > /dev/null &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" -Itests tests/test_hostile.c "$B/fimpl.o" -o "$B/fhostile" \
         -lm && $x "$B/fhostile" > /dev/null &&
-    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" ${x:+-DTEST_FAST_SMALL=1} -Itests tests/test_fast.c -o "$B/ffast" -lm &&
+    $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" ${x:+-DTEST_FAST_SMALL=1} -Itests tests/test_fast.c "$B/fimpl.o" \
+        -o "$B/ffast" -lm &&
     $x "$B/ffast" ${x:+4 3301} > /dev/null &&
     $cc -O2 -std=c99 -Wall -Wextra -Werror -DMHA_FAST=1 "$@" tests/fuzz/fuzz_mha.c tests/fuzz/replay.c \
         "$B/fimpl.o" -o "$B/freplay" -lm && $x "$B/freplay" tests/fuzz/corpus/* > /dev/null
@@ -125,7 +126,7 @@ stage "g++ MHA_FAST=1 (implementation as C++: AVX-512F, AVX2 and portable)" sh -
          -x c++ -c tests/test_impl.c -o $B/fcpp.o &&
      g++ -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror -O2 -DMHA_FAST=1 -DMHA_NO_SIMD=1 \
          -x c++ -c tests/test_impl.c -o $B/fcpp2.o"
-stage "tcc MHA_FAST=1 (portable)" sh -c "tcc -DMHA_FAST=1 -Itests tests/test_fast.c -o $B/fast_tcc -lm &&
+stage "tcc MHA_FAST=1 (portable)" sh -c "tcc -DMHA_FAST=1 -Itests tests/test_fast.c tests/test_impl.c -o $B/fast_tcc -lm &&
     $B/fast_tcc > /dev/null"
 stage "freestanding MHA_FAST=1, no libm: no undefined symbol but memcpy/memset" sh -c \
     "gcc $STRICT -O2 -ffreestanding -DMHA_FAST=1 -DMHA_NO_LIBM=1 -mavx2 -mfma -c tests/test_impl.c -o $B/ffree.o &&
@@ -134,6 +135,10 @@ stage "MHA_STATIC=2 is rejected" sh -c "! gcc -DMHA_STATIC=2 -c tests/test_impl.
 stage "MHA_FAST=2 is rejected" sh -c "! gcc -DMHA_FAST=2 -c tests/test_impl.c -o $B/bad2.o"
 stage "MHA_BF16_DOT=2 is rejected" sh -c "! gcc -DMHA_BF16_DOT=2 -c tests/test_impl.c -o $B/bad3.o"
 stage "declarations include only stddef.h and stdint.h" sh tests/check_includes.sh
+# the README's quick start as C99 and C++11 under gcc, clang, g++ and clang++ (make test compares
+# it with examples/quickstart.c and runs that)
+stage "the README's quick start under gcc, clang, g++, clang++" sh -c \
+    "sh tests/readme_snippet.sh $B/snippet all | grep -q '^[1-9][0-9]* passed, 0 failed\$'"
 [ -n "$one" ] && exit 0
 # the pool: every build once, JOBS at a time, then the lines in order and the total
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}

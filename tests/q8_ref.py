@@ -109,34 +109,36 @@ def visible(c, b, t):
 
 
 def forward(c, single):
+    """every row and head of a batch entry at once (the same integer operations, element by element,
+    as one row and head at a time)"""
     h, kv, pq, pv, n, m = c["h"], c["kv"], c["pq"], c["pv"], c["n"], c["m"]
     grp = h // kv
     z = c["zero"]
     out = np.zeros((c["batch"], n, c["po"]), dtype=np.int64)
+    g = np.arange(h) // grp  # the kv head of each head
     for b in range(c["batch"]):
         K = linear(c["keys"][b], z["in_k"], c["w_k"], c["b_k"], *c["r_k"], z["k"], single)
         V = linear(c["values"][b], z["in_v"], c["w_v"], c["b_v"], *c["r_v"], z["v"], single)
         Q = linear(c["queries"][b], z["in_q"], c["w_q"], c["b_q"], *c["r_q"], z["q"], single)
-        heads = np.zeros((n, h * pv), dtype=np.int64)
-        for t in range(n):
-            vis = visible(c, b, t)
-            for i in range(h):
-                g = i // grp
-                q = Q[t, i * pq:(i + 1) * pq] - z["q"]
-                k = K[:, g * pq:(g + 1) * pq] - z["k"]
-                v = V[:, g * pv:(g + 1) * pv] - z["v"]
-                if not vis.any():
-                    heads[t, i * pv:(i + 1) * pv] = z["heads"]
-                    continue
-                s = k @ q
-                mx = s[vis].max()
-                e = np.where(vis, exp2_q15(rescale(np.where(vis, s - mx, 0), *c["score"], single)), 0)
-                total = int(e.sum())
-                recip = ((1 << 46) + total // 2) // total
-                p = (e * recip + (1 << 30)) >> 31
-                acc = p @ v
-                heads[t, i * pv:(i + 1) * pv] = clip(rescale(acc, *c["head"], single) + z["heads"], -128, 127)
-        out[b] = linear(heads, z["heads"], c["w_o"], c["b_o"], *c["r_o"], z["out"], single)
+        heads = np.full((n, h, pv), z["heads"], dtype=np.int64)
+        vis = np.array([visible(c, b, t) for t in range(n)], dtype=bool).reshape(n, m)  # [n][m]
+        seen = vis.any(axis=1)  # rows that see a key: the others keep zero_heads
+        if seen.any():
+            q = Q.reshape(n, h, pq) - z["q"]                 # [n][h][pq]
+            k = (K.reshape(m, kv, pq) - z["k"])[:, g, :]      # [m][h][pq]
+            v = (V.reshape(m, kv, pv) - z["v"])[:, g, :]      # [m][h][pv]
+            s = np.einsum("tip,jip->tij", q, k)               # [n][h][m]
+            vis3 = np.broadcast_to(vis[:, None, :], s.shape)
+            mx = np.where(vis3, s, np.iinfo(np.int64).min).max(axis=2, keepdims=True)
+            mx = np.where(seen[:, None, None], mx, 0)
+            e = np.where(vis3, exp2_q15(rescale(np.where(vis3, s - mx, 0), *c["score"], single)), 0)
+            total = np.maximum(e.sum(axis=2, keepdims=True), 1)
+            recip = ((1 << 46) + total // 2) // total
+            p = (e * recip + (1 << 30)) >> 31
+            acc = np.einsum("tij,jip->tip", p, v)              # [n][h][pv]
+            rows = clip(rescale(acc, *c["head"], single) + z["heads"], -128, 127)
+            heads[seen] = rows[seen]
+        out[b] = linear(heads.reshape(n, h * pv), z["heads"], c["w_o"], c["b_o"], *c["r_o"], z["out"], single)
     return out
 
 

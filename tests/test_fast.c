@@ -14,8 +14,8 @@
      - the vector exp: within 1 ulp over [-87.34, 88], exact 0 below,
        and -inf, NaN and subnormal inputs; the vector tanh within 1.2 ulp. */
 #define MHA_FAST 1
-#define MHA_IMPLEMENTATION
 #include "test_util.h"
+#include "test_hooks.h" /* linked against an object of tests/test_impl.c built with MHA_FAST 1 */
 
 #define TOL 1e-5f
 
@@ -168,7 +168,7 @@ static void test_random_problems(int count) {
     for (i = 0; i < count; ++i) ok += one_problem(&st, i);
     printf("%s: %d of %d random problems agree (%d masked, %d GQA, %d additive, %d batch > 1, %d with attn, "
            "%d with RoPE/ALiBi/soft-cap/sinks): worst error %.3g of the tolerance\n",
-           MHA__SIMD_NAME, ok, st.problems, st.masked, st.gqa, st.additive, st.batched, st.with_attn, st.extras,
+           mha_build_info().vector, ok, st.problems, st.masked, st.gqa, st.additive, st.batched, st.with_attn, st.extras,
            (double)st.worst);
 }
 
@@ -431,21 +431,22 @@ static void test_workspace(void) {
 }
 
 /* fn(x) in every lane; lane 0 of the result */
-static float lane0(mha__v (*fn)(mha__v), float x) {
-    float in[MHA__VL], out[MHA__VL];
+static float lane0(void (*fn)(const float *, float *), float x) {
+    float in[HOOK_VL_MAX], out[HOOK_VL_MAX];
     int l;
-    for (l = 0; l < MHA__VL; ++l) in[l] = x;
-    mha__vstore(out, fn(mha__vload(in)));
+    for (l = 0; l < hook_vl(); ++l) in[l] = x;
+    fn(in, out);
     return out[0];
 }
-#define vexp1(x) lane0(mha__vexp, x)
-#define vtanh1(x) lane0(mha__vtanh, x)
+#define vexp1(x) lane0(hook_vexp, x)
+#define vtanh1(x) lane0(hook_vtanh, x)
 
 /* The worst ulp error of fn against the double function ref over every
    stride-th float magnitude from the smallest normal up, both signs, that
    falls in [lo, hi]; *at gets where. */
-static double sweep(mha__v (*fn)(mha__v), double (*ref)(double), float lo, float hi, uint32_t stride, double *at) {
-    float in[MHA__VL], out[MHA__VL], x, sx;
+static double sweep(void (*fn)(const float *, float *), double (*ref)(double), float lo, float hi, uint32_t stride,
+                    double *at) {
+    float in[HOOK_VL_MAX], out[HOOK_VL_MAX], x, sx;
     double worst = 0.0, e;
     uint32_t b;
     int l = 0, i, sign, done = 0;
@@ -456,9 +457,9 @@ static double sweep(mha__v (*fn)(mha__v), double (*ref)(double), float lo, float
             sx = sign ? -x : x;
             if (done || sx < lo || sx > hi) continue;
             in[l++] = sx;
-            if (l < MHA__VL) continue;
-            mha__vstore(out, fn(mha__vload(in)));
-            for (i = 0; i < MHA__VL; ++i) {
+            if (l < hook_vl()) continue;
+            fn(in, out);
+            for (i = 0; i < hook_vl(); ++i) {
                 e = tu_ulp_err(out[i], ref((double)in[i]));
                 if (e > worst) worst = e, *at = in[i];
             }
@@ -473,8 +474,8 @@ static void test_vexp(uint32_t stride) {
     float y;
     uint32_t u, bits_lo;
     int below_zero = 1;
-    worst = sweep(mha__vexp, exp, -87.33654f, 88.0f, stride, &at);
-    printf("vector exp (%s): max error %.3f ulp on [-87.34, 88] (at x = %.9g)\n", MHA__SIMD_NAME, worst, at);
+    worst = sweep(hook_vexp, exp, -87.33654f, 88.0f, stride, &at);
+    printf("vector exp (%s): max error %.3f ulp on [-87.34, 88] (at x = %.9g)\n", mha_build_info().vector, worst, at);
     CHECK(worst <= 1.0, "vector exp within 1 ulp: %.3f", worst);
     y = nextafterf(-87.33654475f, -INFINITY); /* the float below the threshold */
     memcpy(&bits_lo, &y, 4);
@@ -494,8 +495,8 @@ static void test_vexp(uint32_t stride) {
 static void test_vtanh(uint32_t stride) {
     double worst, at = 0.0;
     float y;
-    worst = sweep(mha__vtanh, tanh, -10.0f, 10.0f, stride, &at);
-    printf("vector tanh (%s): max error %.3f ulp on [-10, 10] (at x = %.9g)\n", MHA__SIMD_NAME, worst, at);
+    worst = sweep(hook_vtanh, tanh, -10.0f, 10.0f, stride, &at);
+    printf("vector tanh (%s): max error %.3f ulp on [-10, 10] (at x = %.9g)\n", mha_build_info().vector, worst, at);
     CHECK(worst <= 1.2, "vector tanh within 1.2 ulp: %.3f", worst);
     CHECK(vtanh1(20.0f) == 1.0f && vtanh1(-1e30f) == -1.0f && vtanh1(INFINITY) == 1.0f && vtanh1(0.0f) == 0.0f,
           "vector tanh: +-1 far out, 0 at 0");
@@ -508,9 +509,10 @@ static void test_vtanh(uint32_t stride) {
 int main(int argc, char **argv) {
     int problems = argc > 1 ? atoi(argv[1]) : 240;
     uint32_t stride = argc > 2 ? (uint32_t)atoi(argv[2]) : 331u;
-    printf("fast path: %s, MR %d, NR %d\n", MHA__SIMD_NAME, (int)MHA__MR, (int)MHA__NR);
-    CHECK(mha_build_info().fast == 1 && strcmp(mha_build_info().vector, MHA__SIMD_NAME) == 0,
-          "mha_build_info: the fast path and its vector code (%s)", mha_build_info().vector);
+    printf("fast path: %s, MR %d, NR %d\n", mha_build_info().vector, hook_mr(), hook_nr());
+    CHECK(hook_fast_built() == 1 && mha_build_info().fast == 1 && hook_vl() >= 1 && hook_vl() <= HOOK_VL_MAX,
+          "the object linked is the fast path's (mha_build_info: %s, %d lanes)", mha_build_info().vector, hook_vl());
+    if (!hook_fast_built()) return 1;
     test_random_problems(problems);
     test_non_finite();
     test_blocks_non_finite();

@@ -16,17 +16,9 @@
      integer softmax against the real one;
    - bad input: each status, nothing written (the cache and its lengths
      included). */
-#ifndef Q8_LINKED /* the implementation here, so that the integer exp is checked directly; with
-                     Q8_LINKED it is linked from tests/test_impl.c (tests/coverage.sh) */
-#define MHA_IMPLEMENTATION
-#endif
-#ifndef MHA_FAST /* the int8 path does not use the fast path's code: compiled without it, the test builds faster */
-#define MHA_FAST 0
-#endif
 #include "test_util.h"
-#ifndef MHA_Q8_SINGLE_ROUNDING
-#define MHA_Q8_SINGLE_ROUNDING 0
-#endif
+#include "test_hooks.h" /* linked against an object of tests/test_impl.c; the integer exp through it */
+#define Q8_SINGLE hook_q8_single() /* the object's MHA_Q8_SINGLE_ROUNDING */
 
 #ifdef Q8_HEADER /* AVR: tests/ref_q8_tiny.h, small enough for its RAM */
 #include Q8_HEADER
@@ -417,7 +409,7 @@ static void q8_run_cases(const int32_t *words, int prepare) {
         size_t bytes = mha_q8_workspace_size(&c.s, c.batch, c.n, c.m), no = (size_t)(c.batch * c.n * c.s.p_o);
         void *ws = malloc(bytes + 8);
         int8_t *out = (int8_t *)malloc(no + 1);
-        const int8_t *expect = MHA_Q8_SINGLE_ROUNDING ? c.expect_single : c.expect_double;
+        const int8_t *expect = Q8_SINGLE ? c.expect_single : c.expect_double;
         mha_status st;
         CHECK(bytes > 0, "q8 workspace size 0");
         memset(out, 0x5a, no + 1);
@@ -449,7 +441,6 @@ static void q8_run_cases(const int32_t *words, int prepare) {
     }
 }
 
-#ifndef Q8_LINKED
 /* The integer exp: every y in (-16 2^16, 0] against 2^(y/65536) in Q15,
    and the softmax it makes against the real one on random score rows. */
 static void q8_exp_check(void) {
@@ -457,11 +448,11 @@ static void q8_exp_check(void) {
     double worst = 0.0, wp = 0.0, ws = 0.0;
     int t;
     for (y = 0; y > -16L * 65536; y -= Q8_EXP_STRIDE) {
-        double want = ldexp(1.0, 15) * pow(2.0, (double)y / 65536.0), d = fabs((double)mha__q8_exp2(y) - want);
+        double want = ldexp(1.0, 15) * pow(2.0, (double)y / 65536.0), d = fabs((double)hook_q8_exp2(y) - want);
         if (d > worst) worst = d;
     }
     CHECK(worst <= 0.51, "integer exp: worst %.4f Q15 LSBs (rounding alone is 0.5)", worst);
-    CHECK(mha__q8_exp2(0) == 32768u && mha__q8_exp2((int32_t)-16L * 65536) == 0u && mha__q8_exp2(INT32_MIN) == 0u,
+    CHECK(hook_q8_exp2(0) == 32768u && hook_q8_exp2((int32_t)-16L * 65536) == 0u && hook_q8_exp2(INT32_MIN) == 0u,
           "integer exp at its ends");
     printf("q8: integer exp, worst error over %ld inputs (every %d-th): %.4f Q15 LSBs\n",
            16L * 65536L / Q8_EXP_STRIDE, Q8_EXP_STRIDE, worst);
@@ -479,7 +470,7 @@ static void q8_exp_check(void) {
             s[j] = (int32_t)(tu_next() % 20001u) - 10000;
             if (s[j] > mx) mx = s[j];
         }
-        for (j = 0; j < m; ++j) sum += e[j] = mha__q8_exp2(mha_q8_rescale_apply(s[j] - mx, r));
+        for (j = 0; j < m; ++j) sum += e[j] = hook_q8_exp2(mha_q8_rescale_apply(s[j] - mx, r));
         recip = (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum);
         rmax = (double)mx * f;
         for (j = 0; j < m; ++j) rsum += exp((double)s[j] * f - rmax);
@@ -495,8 +486,6 @@ static void q8_exp_check(void) {
            wp * 32768.0);
     (void)ws;
 }
-
-#endif
 
 /* Bad input: each status, and out untouched. */
 static void q8_hostile(void) {
@@ -727,11 +716,10 @@ static void q8_hostile(void) {
                     r.multiplier = ms[mi];
                     r.shift = sh;
                     got = mha_q8_rescale_apply(xs[xi], r);
-#if defined(MHA_Q8_SINGLE_ROUNDING) && MHA_Q8_SINGLE_ROUNDING
-                    exact &= (int64_t)got == want;
-#else
-                    exact &= (int64_t)got - want <= 1 && want - (int64_t)got <= 1;
-#endif
+                    if (Q8_SINGLE)
+                        exact &= (int64_t)got == want;
+                    else
+                        exact &= (int64_t)got - want <= 1 && want - (int64_t)got <= 1;
                     ++tried;
                 }
         CHECK(exact, "mha_q8_rescale_apply within its rounding of x m 2^(shift - 31), %lu cases", tried);
@@ -826,9 +814,7 @@ int main(int argc, char **argv) {
     UCSR0B = (1 << TXEN0);
     stdout = &q8_uart;
 #endif
-#ifndef Q8_LINKED
     q8_exp_check();
-#endif
     q8_hostile();
     q8_run_cases(q8_cases_small, 1);
 #ifndef __AVR__
@@ -843,7 +829,7 @@ int main(int argc, char **argv) {
     (void)argv;
 #endif
     printf("q8: %ld of %ld cases equal the numpy reference bit for bit (%s rounding)\n", q8_exact, q8_cases,
-           MHA_Q8_SINGLE_ROUNDING ? "single" : "double");
+           Q8_SINGLE ? "single" : "double");
     printf("q8: %ld decodings (7 per case with keys) equal mha_forward_q8 bit for bit\n", q8_decoded);
     if (q8_calibrated) {
         long total = q8_lsb[0] + q8_lsb[1] + q8_lsb[2] + q8_lsb[3];

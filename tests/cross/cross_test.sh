@@ -75,13 +75,13 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-decode.elf" $cc -DTEST_DECODE_SMALL=1 tests/test_decode.c "$B/$name-impl.o" -lm || ok=0
     build "$B/$name-backward.elf" $cc tests/test_backward.c "$B/$name-impl.o" -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
-    build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0 # SMLAD products where the core has DSP
-    build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c -lm || ok=0
+    build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c "$B/$name-impl.o" -lm || ok=0 # SMLAD where the core has DSP
+    build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c tests/test_impl.c -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     helium=""
     if [ "$name" = cortex-m55 ]; then # the fast path's Helium kernels (MHA_FAST 1) against the reference
-        build "$B/$name-fast.elf" $cc -DTEST_FAST_SMALL=1 tests/test_fast.c -lm || ok=0
         build "$B/$name-fimpl.o" arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -DMHA_FAST=1 -c tests/test_impl.c || ok=0
+        build "$B/$name-fast.elf" $cc -DTEST_FAST_SMALL=1 tests/test_fast.c "$B/$name-fimpl.o" -lm || ok=0
         build "$B/$name-mha-fast.elf" $cc -DMHA_FAST=1 tests/test_mha.c "$B/$name-fimpl.o" -lm || ok=0
         build "$B/$name-decode-fast.elf" $cc -DMHA_FAST=1 -DTEST_DECODE_SMALL=1 tests/test_decode.c "$B/$name-fimpl.o" \
             -lm || ok=0
@@ -189,20 +189,20 @@ linux() { # linux NAME RUNNER CC ARGS...
     build "$B/$name-static" "$@" -O2 $STRICT $extra tests/static_a.c tests/static_b.c tests/static_main.c -lm || ok=0
     build "$B/$name-twice" "$@" -O2 $STRICT $extra tests/include_twice.c -lm || ok=0
     # the fast path: NEON on aarch64, the portable code on s390x and i386
-    build "$B/$name-fast" "$@" -O2 $STRICT $extra -Wno-conversion -Wno-double-promotion -Itests tests/test_fast.c -lm ||
-        ok=0
+    build "$B/$name-fast" "$@" -O2 $STRICT $extra -Wno-conversion -Wno-double-promotion -Itests tests/test_fast.c \
+        "$fimpl" -lm || ok=0
     build "$B/$name-mha-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests tests/test_mha.c "$fimpl" -lm || ok=0
     build "$B/$name-decode" "$@" -O2 -std=c99 $small -Itests tests/test_decode.c "$impl" -lm || ok=0
     build "$B/$name-backward" "$@" -O2 -std=c99 -Itests tests/test_backward.c "$impl" -lm || ok=0
     build "$B/$name-backward-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 -Itests tests/test_backward.c "$fimpl" -lm || ok=0
     build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 $fsmall -Itests tests/test_decode.c "$fimpl" -lm ||
         ok=0
-    build "$B/$name-q8" "$@" -O2 -std=c99 -DQ8_EXP_STRIDE=7 -Itests tests/test_q8.c -lm || ok=0
+    build "$B/$name-q8" "$@" -O2 -std=c99 -DQ8_EXP_STRIDE=7 -Itests tests/test_q8.c "$impl" -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
     if [ "$name" = aarch64 ]; then
-        build "$B/$name-fastp" "$@" -O2 $STRICT -Wno-conversion -Wno-double-promotion -DMHA_NO_SIMD=1 -Itests \
-            tests/test_fast.c -lm || ok=0
+        build "$B/$name-fastp" "$@" -O2 $STRICT -Wno-conversion -Wno-double-promotion -DMHA_FAST=1 -DMHA_NO_SIMD=1 \
+            -Itests tests/test_fast.c tests/test_impl.c -lm || ok=0
         fastp="$runner $B/$name-fastp"
     fi
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
@@ -234,7 +234,7 @@ fi
 if ! target; then :
 elif build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
         -DMHA_NO_STATUS_STRINGS=1 \
-        -DQ8_EXP_STRIDE=4099 '-DQ8_HEADER="ref_q8_tiny.h"' -Itests tests/test_q8.c -lm; then
+        -DQ8_EXP_STRIDE=4099 '-DQ8_HEADER="ref_q8_tiny.h"' -Itests tests/test_q8.c tests/test_impl.c -lm; then
     out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr-q8.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
     printf '%s\n' "$out" | grep -E '^q8: [0-9]|passed,|FAIL'
     add "avr-atmega2560 int8" "$out"
