@@ -4238,17 +4238,29 @@ MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
     if (c->head < 0) mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + (b * c->n + t) * c->po);
 }
 
-/* The stages of the call's path, chosen here at compile time, and the
-   passes of a batch entry: the fast path's (MHA_FAST, for mha_forward,
-   mha_forward_parallel and mha_attend), one pass per kv head with every
-   query row, or the reference's, one pass per query row with every head. */
+/* The dispatcher: the one place where a call's path (c->fast, set by its
+   entry) chooses the fast or the reference stages, for one pass of batch
+   entry b. A fast pass (MHA_FAST: mha_forward, mha_forward_parallel and
+   mha_attend) is one kv head with every query row; a reference pass one
+   query row with every head. */
 #if MHA_FAST
-#define MHA__STAGE(c, stage, b, pass) ((c)->fast ? mha__fast_##stage(c, b, pass) : mha__ref_##stage(c, b, pass))
 #define MHA__PASSES(c) ((c)->fast ? (c)->kv : (c)->n)
 #else
-#define MHA__STAGE(c, stage, b, pass) mha__ref_##stage(c, b, pass)
 #define MHA__PASSES(c) ((c)->n)
 #endif
+MHA__PRIVATE MHA__INLINE void mha__stages(const mha__ctx *c, size_t b, size_t pass) {
+#if MHA_FAST
+    if (c->fast) {
+        mha__fast_project(c, b, pass);
+        mha__fast_attend(c, b, pass);
+        mha__fast_output(c, b, pass);
+        return;
+    }
+#endif
+    mha__ref_project(c, b, pass);
+    mha__ref_attend(c, b, pass);
+    mha__ref_output(c, b, pass);
+}
 
 /* The computation of mha_forward (every variant), mha_head and mha_attend,
    for a call that an enter function answered with MHA__RUN (else its status
@@ -4263,11 +4275,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
     mha__rope_base((mha__ctx *)(void *)mha__align(workspace));
 #endif
     for (b = 0; b < c->batch; ++b)
-        for (pass = 0; pass < MHA__PASSES(c); ++pass) {
-            MHA__STAGE(c, project, b, pass);
-            MHA__STAGE(c, attend, b, pass);
-            MHA__STAGE(c, output, b, pass);
-        }
+        for (pass = 0; pass < MHA__PASSES(c); ++pass) mha__stages(c, b, pass);
     return MHA_OK;
 }
 
@@ -4351,15 +4359,19 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
         }
     return MHA__RUN;
 }
-#define MHA__DECODE_STEPS(st, workspace)                                                                 \
-    ((st) == MHA__RUN ? mha__appended(mha__compute_cache(mha__append(st, workspace), workspace), workspace) \
-                      : (mha_status)(st))
 MHA__PRIVATE MHA__NOINLINE mha_status mha__appended(mha_status status, void *workspace) {
     const mha__ctx *c = (const mha__ctx *)(void *)mha__align(workspace);
     size_t b;
     if (status != MHA_OK) return status;
     for (b = 0; b < c->batch; ++b) c->cache->length[b] += (int32_t)c->m;
     return MHA_OK;
+}
+/* A checked decoding call's steps (st: its entry's status, MHA__RUN to
+   work): append, compute, the lengths; inlined into each entry so that
+   the three are siblings on its stack. */
+MHA__PRIVATE MHA__INLINE mha_status mha__decode_steps(int st, void *workspace) {
+    if (st != MHA__RUN) return (mha_status)st;
+    return mha__appended(mha__compute_cache(mha__append(st, workspace), workspace), workspace);
 }
 
 /* ---- public functions ----------------------------------------------------- */
@@ -5546,7 +5558,7 @@ MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w,
                                    size_t workspace_bytes) {
     int st = mha__enter_cache(shape, w, cache, batch, t, NULL, keys, values, NULL, workspace,
                               workspace_bytes, 0 MHA__FAST_ARGS(1, NULL, NULL));
-    return MHA__DECODE_STEPS(st, workspace);
+    return mha__decode_steps(st, workspace);
 }
 
 MHADEF mha_status mha_decode(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
@@ -5554,7 +5566,7 @@ MHADEF mha_status mha_decode(const mha_shape *shape, const mha_weights *w, mha_c
                              void *workspace, size_t workspace_bytes) {
     int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
                               workspace_bytes, 1 MHA__FAST_ARGS(1, NULL, NULL));
-    return MHA__DECODE_STEPS(st, workspace);
+    return mha__decode_steps(st, workspace);
 }
 
 MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
@@ -5564,7 +5576,7 @@ MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights 
 #if MHA_FAST
     int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
                               workspace_bytes, 1, 1, parallel_for, user);
-    return MHA__DECODE_STEPS(st, workspace);
+    return mha__decode_steps(st, workspace);
 #else
     (void)parallel_for;
     (void)user;
@@ -5578,7 +5590,7 @@ MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights
 #if MHA_FAST
     int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
                               workspace_bytes, 1, 0, NULL, NULL);
-    return MHA__DECODE_STEPS(st, workspace);
+    return mha__decode_steps(st, workspace);
 #else
     return mha_decode(shape, w, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes);
 #endif
