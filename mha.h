@@ -1639,7 +1639,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const
 #if !MHA_NO_ADDITIVE
 /* The additive score of head i for one key: w_a^(i) . tanh(A_q^(i) q_i + A_k^(i) k_j),
    A_q^(i) q_i in MHA__AQ, A_k^(i) k_j at akj (kept out of line: tanh's frame
-   would otherwise sit in mha__attend's). */
+   would otherwise sit in mha__scores's). */
 MHA__PRIVATE MHA__NOINLINE float mha__additive(const mha__ctx *c, size_t i, const float *akj) {
     const float *wa = c->w->a_v + i * c->pa;
     float s = 0.0f;
@@ -1717,72 +1717,59 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
     for (a = 0; a < pv; ++a) ho[a] = mha__dot_t(sc, mha__elt(v, vtype, a), vtype, vst, m, 1);
 }
 
-/* Query t of batch entry b, head i, with its projection in MHA__QP (and for
-   additive scoring A_q^(i) q_i in MHA__AQ): its scores under the rules
-   above, into attn's row or MHA__SC, which it returns (mha__compute then
-   pools them: the two frames are siblings on the stack, not nested). */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i MHA__SLOPE_PARAM) {
-    const mha_mask *mask = c->mask;
-    size_t m = c->m, row = b * c->n + t, j;
-    size_t hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
-    const float *q = MHA__PART(c, MHA__QP) + i * c->pq, *k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
-    const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
-    const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
-    float *sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
+/* The reference path's attention kernel: one query row of head i (its
+   projection in MHA__QP, for additive scoring A_q^(i) q_i in MHA__AQ)
+   against a range of key slots under the rules above, into r->sc, which it
+   returns (the caller then pools them: the two frames are siblings on the
+   stack, not nested). Slot j holds position base + j, or base + cap + j
+   below slot s0: the forward's key j (base = s0 = 0), or a cache's ring
+   slot (mha__slot_pos, with base and s0 from mha__ring). A slot is masked
+   (-inf) outside the positions [lo, hi) the row sees or where keep is 0;
+   else its score (additive scoring: A_k^(i) k of slot j in MHA__AK at
+   (i cap + j) p_a), soft-cap and ALiBi at the distance from qpos, then the
+   bias. */
+typedef struct mha__keys {
+    const void *k;          /* slot j's key: element j p_k, of element type ktype */
+    const uint8_t *keep;    /* NULL, or the row's keep [slots] */
+    const float *bias;      /* NULL, or the row's bias [slots] */
+    float *sc;              /* the row's scores [slots] */
+    size_t slots, cap;      /* the slots; the ring's capacity (the forward: m) */
+    size_t base, s0;        /* the position map */
+    size_t lo, hi;          /* the positions the row sees */
+    int ktype;
 #if !MHA_NO_EXTRAS
-    const int64_t qpos = MHA__QPOS(c, t), d0 = qpos - MHA__DREF(c, qpos); /* ALiBi's distance of key 0 */
+    int64_t qpos; /* ALiBi: the query's position, less the row's reference distance */
 #endif
-    for (j = 0; j < m; ++j) {
-        float s = -(FLT_MAX * 2.0f);
-        if (j < hi && (!keep || keep[j])) {
-#if !MHA_NO_ADDITIVE
-            if (MHA__ADDITIVE(c))
-                s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * m + j) * c->pa);
-            else
-#endif
-                s = c->scale * mha__dot(q, k + j * c->pk, 1, c->pk, 0);
-#if !MHA_NO_EXTRAS
-            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, d0 - (int64_t)j);
-#endif
-            if (bias) s += bias[j];
-        }
-        sc[j] = s;
-    }
-    return sc;
+} mha__keys;
+/* A ring of cap slots holding the last positions before e: the position
+   map of mha__keys (the same as mha__slot_pos, without a division a slot). */
+MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap) {
+    const size_t first = e > cap ? e - cap : 0; /* the oldest position held, in slot s0 */
+    r->cap = cap;
+    r->s0 = first % cap;
+    r->base = first - r->s0;
 }
-
-/* mha_decode's attend: the scores of new query t of batch entry b, head i,
-   against the cache's slots (kv head i / grp), into MHA__SC, under the
-   decoding rule above; e is the positions appended (the new ones included),
-   slots the slots in use. */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
-                                                    size_t slots MHA__SLOPE_PARAM) {
-    const size_t g = i / c->grp;
+MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r MHA__SLOPE_PARAM) {
     const float *q = MHA__PART(c, MHA__QP) + i * c->pq;
-    const void *k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + g) * c->ms * c->pk);
-    float *sc = MHA__PART(c, MHA__SC);
-    size_t j, pos, lo, hi;
-#if !MHA_NO_EXTRAS
-    const int extras = MHA__EXTRAS(c);
-#endif
-    mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &lo, &hi);
-    for (j = 0; j < slots; ++j) {
-        pos = mha__slot_pos(j, e, c->ms);
-        sc[j] = -(FLT_MAX * 2.0f);
-        if (pos >= lo && pos < hi) {
+    size_t j, pos;
+    for (j = 0; j < r->slots; ++j) {
+        float s = -(FLT_MAX * 2.0f);
+        pos = r->base + j + (j < r->s0 ? r->cap : 0);
+        if (pos >= r->lo && pos < r->hi && (!r->keep || r->keep[j])) {
 #if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
-                sc[j] = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * c->ms + j) * c->pa);
+                s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * r->cap + j) * c->pa);
             else
 #endif
-                sc[j] = c->scale * mha__dot_t(q, mha__elt(k, MHA__CTYPE(c), j * c->pk), MHA__CTYPE(c), 1, c->pk, 0);
+                s = c->scale * mha__dot_t(q, mha__elt(r->k, r->ktype, j * c->pk), r->ktype, 1, c->pk, 0);
 #if !MHA_NO_EXTRAS
-            if (extras) /* at P = e - n + t */
-                sc[j] = mha__extras(c, sc[j], slope, (int64_t)(e - c->n + t) - (int64_t)pos);
+            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, r->qpos - (int64_t)pos);
 #endif
+            if (r->bias) s += r->bias[j];
         }
+        r->sc[j] = s;
     }
-    return sc;
+    return r->sc;
 }
 
 /* ---- fast path (MHA_FAST) --------------------------------------------------
@@ -4181,7 +4168,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
    1. project the keys and values of the kv heads that those heads use into
       the workspace (when t = 0; for additive scoring also A_k^(i) K), then
       the query, q_i for each head;
-   2. attend: per head, the scores under the rules (mha__attend), pooled
+   2. attend: per head, the scores under the rules (mha__scores), pooled
       (mha__pool) into h_i;
    3. output: W_o times the heads' outputs (not for mha_head).
    mha_attend runs them with identity projections (mha__project). */
@@ -4213,6 +4200,44 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
 #if !MHA_NO_EXTRAS
     if (MHA__ROPE(c)) mha__rope(c, MHA__PART(c, MHA__QP), c->h, c->pq, MHA__QPOS(c, t), NULL); /* (not mha_head) */
 #endif
+}
+/* The scores of query t of batch entry b, head i, against the call's keys
+   (key j at position j) by mha__scores; returns them. */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i MHA__SLOPE_PARAM) {
+    const mha_mask *mask = c->mask;
+    const size_t m = c->m, row = b * c->n + t;
+    mha__keys r;
+    r.k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
+    r.keep = mask && mask->keep ? mask->keep + row * m : NULL;
+    r.bias = mask && mask->bias ? mask->bias + row * m : NULL;
+    r.sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
+    r.slots = r.cap = m;
+    r.base = r.s0 = r.lo = 0;
+    r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
+    r.ktype = MHA_F32;
+#if !MHA_NO_EXTRAS
+    r.qpos = MHA__QPOS(c, t) - MHA__DREF(c, MHA__QPOS(c, t));
+#endif
+    return mha__scores(c, i, &r MHA__EXTRA_ARG(slope));
+}
+/* The scores of new query t of batch entry b, head i, of a decoding call
+   against the cache's slots in use (kv head i / grp), e positions appended
+   (the new ones included), by mha__scores; returns them. */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i,
+                                                    size_t e MHA__SLOPE_PARAM) {
+    mha__keys r;
+    r.k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pk);
+    r.keep = NULL;
+    r.bias = NULL;
+    r.sc = MHA__PART(c, MHA__SC);
+    r.slots = e < c->ms ? e : c->ms;
+    mha__ring(&r, e, c->ms);
+    mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
+    r.ktype = MHA__CTYPE(c);
+#if !MHA_NO_EXTRAS
+    r.qpos = (int64_t)(e - c->n + t); /* P */
+#endif
+    return mha__scores(c, i, &r MHA__EXTRA_ARG(slope));
 }
 MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
     size_t i;
@@ -4308,7 +4333,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
 #endif
-                mha__pool(mha__attend_cache(c, b, t, i, e, slots MHA__EXTRA_ARG(MHA__SLOPE(c, i))), slots,
+                mha__pool(mha__attend_cache(c, b, t, i, e MHA__EXTRA_ARG(MHA__SLOPE(c, i))), slots,
                           mha__elt(c->cache->v, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pv),
                           MHA__CTYPE(c), c->pv, c->pv,
                           MHA__PART(c, MHA__CAT) + i * c->pv MHA__EXTRA_ARG(NULL)
