@@ -1720,8 +1720,9 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
 /* The reference path's attention kernel: one query row of head i (its
    projection in MHA__QP, for additive scoring A_q^(i) q_i in MHA__AQ)
    against a range of key slots under the rules above, into r->sc, which it
-   returns (the caller then pools them: the two frames are siblings on the
-   stack, not nested). Slot j holds position base + j, or base + cap + j
+   returns. It is inlined into its two set-ups, mha__attend (the forward's
+   keys) and mha__attend_cache (a cache's slots), whose callers then pool
+   the scores: the two frames are siblings on the stack, not nested. Slot j holds position base + j, or base + cap + j
    below slot s0: the forward's key j (base = s0 = 0), or a cache's ring
    slot (mha__slot_pos, with base and s0 from mha__ring). A slot is masked
    (-inf) outside the positions [lo, hi) the row sees or where keep is 0;
