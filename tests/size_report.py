@@ -76,7 +76,8 @@ BUDGET_STACK = {"everything": 328, "smallest": 256, "int8": 256}
 def compile_one(cc, flags, cfg, opt, tmp):
     obj = os.path.join(tmp, "impl.o")
     cmd = [cc] + flags + cfg + [opt, "-std=c99", "-ffreestanding", "-ffunction-sections", "-fdata-sections",
-                                "-fstack-usage", "-fcallgraph-info=su", "-DTEST_HOOKS=0", "-c", "tests/test_impl.c", "-o", obj]
+                                "-fstack-usage", "-fcallgraph-info=su", "-DTEST_HOOKS=0", "-c", "tests/test_impl.c",
+                                "-o", obj]
     subprocess.run(cmd, check=True, cwd=ROOT)
     return obj
 
@@ -203,7 +204,8 @@ def linked(tmp):
     for tname, cc, flags, prefix in LINKED:
         base = [cc] + flags + ["-Os", "-std=c99", "-ffreestanding", "-ffunction-sections", "-fdata-sections"]
         impl, mem = os.path.join(tmp, "limpl.o"), os.path.join(tmp, "mem.o")
-        subprocess.run(base + CONFIGS[1][1] + ["-DTEST_HOOKS=0", "-c", "tests/test_impl.c", "-o", impl], check=True, cwd=ROOT)
+        subprocess.run(base + CONFIGS[1][1] + ["-DTEST_HOOKS=0", "-c", "tests/test_impl.c", "-o", impl], check=True,
+                       cwd=ROOT)
         subprocess.run(base + ["-c", mem_c, "-o", mem], check=True, cwd=ROOT)
         for entry in ("mha_forward", "mha_forward_q8"):
             elf = os.path.join(tmp, "linked.elf")

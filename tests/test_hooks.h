@@ -1,12 +1,12 @@
 /* The private functions that tests check directly, under names a test program can link:
    tests/test_impl.c defines them after the implementation, so that such a test links the
-   configuration's object instead of compiling the implementation itself. */
+   configuration's object instead of compiling the implementation itself (whether the object
+   is the fast path's: mha_build_info). */
 #ifndef TEST_HOOKS_H
 #define TEST_HOOKS_H
 #include <stdint.h>
 
 #define HOOK_VL_MAX 64 /* no vector unit has more float lanes */
-int hook_fast_built(void);                    /* MHA_FAST of the object */
 int hook_vl(void);                           /* the fast path's float lanes (MHA__VL); 0 without it */
 int hook_mr(void);                           /* its micro-kernel's rows and columns (MHA__MR, MHA__NR) */
 int hook_nr(void);

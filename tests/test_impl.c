@@ -8,11 +8,10 @@
 #define MHA_IMPLEMENTATION
 #include "../mha.h"
 
-/* The test hooks (tests/test_hooks.h: hook_ names); tests/size_report.py measures the implementation alone
-   (TEST_HOOKS 0). */
+/* The test hooks (tests/test_hooks.h: hook_ names); tests/size_report.py measures the
+   implementation alone (TEST_HOOKS 0). */
 #if !defined(TEST_HOOKS) || TEST_HOOKS
 #include "test_hooks.h"
-int hook_fast_built(void) { return MHA_FAST; }
 uint32_t hook_q8_exp2(int32_t y) { return mha__q8_exp2(y); }
 int hook_q8_single(void) { return MHA_Q8_SINGLE_ROUNDING; }
 #if MHA_FAST
