@@ -307,7 +307,7 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@$(if $(SKIPPED),echo "$(SKIPPED)")
 	@RUN_JOBS=$(JOBS) sh tests/run.sh $(PROGRAMS) $(MODELS) $(CONTRACT) "sh tests/check_includes.sh" "sh tests/readme_snippet.sh $(BUILD) none" "sh tests/docs_check.sh $(BUILD)" \
-	    "sh tests/run_examples.sh $(EXBINS)"
+	    "sh tests/check_types.sh" "sh tests/run_examples.sh $(EXBINS)"
 
 run: $(BUILD)/encoder_block
 	$(BUILD)/encoder_block

@@ -13,7 +13,8 @@
        mha_shape s = MHA_INIT;                // zero means default
        s.heads = 2; s.d_q = s.d_k = s.d_v = 8;
        s.p_q = s.p_k = s.p_v = 4; s.p_o = 8;  // score = MHA_SCORE_DOT
-       mha_weights w = MHA_INIT;              // w.w_q, w.w_k, w.w_v, w.w_o = your arrays
+       mha_weights w = MHA_INIT;
+       mha_weights_f32(&w, wq, wk, wv, wo);   // your float arrays
        size_t bytes = mha_workspace_size(&s, batch, n, m);   // 0: bad shape
        mha_status st = mha_forward(&s, &w, batch, n, m, q, k, v, NULL,
                                    out, NULL, workspace, bytes);
@@ -202,6 +203,32 @@ typedef struct mha_weights {
                                      the softmax's denominator only (no value) */
     int32_t type;                 /* element type of w_q, w_k, w_v, w_o: MHA_F32 (0), MHA_F16, MHA_BF16 */
 } mha_weights;
+
+/* The four matrices with their element type checked by the compiler: w_q ... w_o are
+   const void * (they may hold 16-bit elements), so "w.w_q = my_doubles;" compiles silently and
+   is read as floats. These set w_q, w_k, w_v, w_o and type, and leave the rest of *w as it is;
+   an array of the wrong type (a double * for mha_weights_f32, a float * for the 16-bit ones) is
+   a warning in C (-Wincompatible-pointer-types, on by default in gcc and clang) and an error in
+   C++. Defined here, inline: they cost nothing where they are not called. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MHA__SETTER static __inline__ __attribute__((unused))
+#elif defined(_MSC_VER)
+#define MHA__SETTER static __inline
+#else
+#define MHA__SETTER static inline
+#endif
+MHA__SETTER void mha_weights_f32(mha_weights *w, const float *w_q, const float *w_k, const float *w_v,
+                                 const float *w_o) {
+    w->w_q = w_q; w->w_k = w_k; w->w_v = w_v; w->w_o = w_o; w->type = MHA_F32;
+}
+MHA__SETTER void mha_weights_f16(mha_weights *w, const uint16_t *w_q, const uint16_t *w_k, const uint16_t *w_v,
+                                 const uint16_t *w_o) {
+    w->w_q = w_q; w->w_k = w_k; w->w_v = w_v; w->w_o = w_o; w->type = MHA_F16;
+}
+MHA__SETTER void mha_weights_bf16(mha_weights *w, const uint16_t *w_q, const uint16_t *w_k, const uint16_t *w_v,
+                                  const uint16_t *w_o) {
+    w->w_q = w_q; w->w_k = w_k; w->w_v = w_v; w->w_o = w_o; w->type = MHA_BF16;
+}
 
 /* Which keys a query may see. Every mask given is ANDed. A query row that
    sees no key at all gets a zero head output and zero attention weights, so

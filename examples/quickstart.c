@@ -28,7 +28,7 @@ int main(void) {
     s.d_q = s.d_k = s.d_v = D;
     s.p_q = s.p_k = s.p_v = 64;
     s.p_o = D;                                      /* MHA_SCORE_DOT, scale 1/sqrt(p_k) */
-    w.w_q = wq; w.w_k = wk; w.w_v = wv; w.w_o = wo; /* [out][in] as Linear's; biases NULL */
+    mha_weights_f32(&w, wq, wk, wv, wo); /* [out][in] as Linear's; biases NULL */
     bytes = mha_workspace_size(&s, BATCH, N, M);
     ws = malloc(bytes);
     st = mha_forward(&s, &w, BATCH, N, M, queries, keys, values, NULL /* mask */, out,
