@@ -1427,6 +1427,21 @@ MHA__PRIVATE MHA__NOINLINE float mha__weight(float s, float mx) {
     return s == ninf ? 0.0f : s == mx ? 1.0f : d < MHA__EXP_LO ? 0.0f : MHA_EXPF(d);
 }
 
+/* The position of query row t of mha_forward and mha_attend. */
+#define MHA__QPOS(c, t) ((int64_t)(t) + ((c)->mask ? (int64_t)(c)->mask->causal_offset : 0))
+/* ALiBi's distances in a row of mha_forward or mha_attend are taken from
+   the key nearest the query's position, dref = P - clamp(P, 0, m - 1) (0
+   unless a causal offset puts P outside the keys, and always 0 when
+   decoding): each key's logit is then the true one plus slope dref, a
+   constant of the row that the softmax does not see, and the sink gets it
+   too. A query far from every key keeps the precision of its scores, where
+   -slope (P - j) alone would round them away in fp32. */
+#define MHA__DREF(c, qpos) \
+    ((qpos) < 0 ? (qpos) : (qpos) >= (int64_t)(c)->m ? (qpos) - (int64_t)((c)->m ? (c)->m - 1 : 0) : 0)
+/* What the rows' logits are shifted by (above) in query row t of
+   mha_forward: the saved statistics (mha_forward_lse) are without it. */
+#define MHA__LSE_SHIFT(c, slope, t) ((slope) * (float)MHA__DREF(c, MHA__QPOS(c, t)))
+
 #if !MHA_NO_EXTRAS
 /* ---- positions, soft-cap and sinks (unless MHA_NO_EXTRAS) -------------------
    RoPE's angle for pair a of position P is P f_a with f_a = theta^(-2a/r).
@@ -1601,36 +1616,28 @@ MHA__PRIVATE float mha__extras(const mha__ctx *c, float s, float slope, int64_t 
 #define MHA__SLOPE(c, i) ((c)->knobs->alibi ? mha__alibi_slope((c)->h, i) : 0.0f)
 /* Whether the scores need mha__extras (soft-cap or ALiBi on). */
 #define MHA__EXTRAS(c) (MHA__CAP(c) != 0.0f || (c)->knobs->alibi)
-/* The position of query row t of mha_forward and mha_attend. */
-#define MHA__QPOS(c, t) ((int64_t)(t) + ((c)->mask ? (int64_t)(c)->mask->causal_offset : 0))
-/* ALiBi's distances in a row of mha_forward or mha_attend are taken from
-   the key nearest the query's position, dref = P - clamp(P, 0, m - 1) (0
-   unless a causal offset puts P outside the keys, and always 0 when
-   decoding): each key's logit is then the true one plus slope dref, a
-   constant of the row that the softmax does not see, and the sink gets it
-   too. A query far from every key keeps the precision of its scores, where
-   -slope (P - j) alone would round them away in fp32. */
-#define MHA__DREF(c, qpos) \
-    ((qpos) < 0 ? (qpos) : (qpos) >= (int64_t)(c)->m ? (qpos) - (int64_t)((c)->m ? (c)->m - 1 : 0) : 0)
-/* What the rows' logits are shifted by (above) in query row t of
-   mha_forward: the saved statistics (mha_forward_lse) are without it. */
-#define MHA__LSE_SHIFT(c, slope, t) ((slope) * (float)MHA__DREF(c, MHA__QPOS(c, t)))
 /* The sink of head i for a row at position qpos whose logits are shifted
    by slope dref (slope 0: unshifted, as when decoding); -inf (no sink)
    without sinks. */
 MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, float slope, int64_t qpos) {
     return c->w->sinks ? c->w->sinks[i] + slope * (float)MHA__DREF(c, qpos) : -(FLT_MAX * 2.0f);
 }
-#define MHA__SINK_PARAM , float sink
-#define MHA__LSE_PARAM , float *st /* NULL, or [2]: the row's max and sum go there (mha_forward_lse) */
-#define MHA__SLOPE_PARAM , float slope /* ALiBi's, from the caller */
-#define MHA__EXTRA_ARG(x) , x
-#else
+#define MHA__ALIBI(c) ((c)->knobs->alibi)
+#define MHA__LSE(c) ((c)->lse)
+#define MHA__LSE_PUT(c, lse, st, shift) (c)->lse_put(lse, st, shift)
+#else /* compiled out: each knob reads as off, each hook does nothing, and the code behind them folds away */
 #define MHA__ROPE(c) ((size_t)0)
-#define MHA__SINK_PARAM
-#define MHA__LSE_PARAM
-#define MHA__SLOPE_PARAM
-#define MHA__EXTRA_ARG(x)
+#define MHA__CAP(c) 0.0f
+#define MHA__ALIBI(c) 0
+#define MHA__SLOPE(c, i) 0.0f
+#define MHA__EXTRAS(c) 0
+#define MHA__LSE(c) ((float *)NULL)
+#define MHA__LSE_PUT(c, lse, st, shift) ((void)(st), (void)(shift))
+#define mha__rope(c, x, count, stride, pos, table) ((void)(x), (void)(pos), (void)(table))
+#define mha__rope_base(c) ((void)0)
+#define mha__extras(c, s, slope, dist) ((void)(slope), (void)(dist), (s))
+#define mha__row_sink(c, i, slope, qpos) ((void)(slope), (void)(qpos), -(FLT_MAX * 2.0f))
+#define mha__lse_put(lse, st, shift) ((void)(st), (void)(shift))
 #endif
 
 /* The projections of a call: for each, the offsets of its weight and bias
@@ -1674,6 +1681,8 @@ MHA__PRIVATE MHA__NOINLINE float mha__additive(const mha__ctx *c, size_t i, cons
     for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, MHA__AQ)[a] + akj[a]);
     return s;
 }
+#else /* compiled out: MHA__ADDITIVE(c) is 0, and the calls behind it fold away */
+#define mha__additive(c, i, akj) ((void)(akj), 0.0f)
 #endif
 
 /* The attention rules, one home for both paths.
@@ -1721,24 +1730,20 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
    the output. A sink (-inf: none) counts in the max and, last, in the sum,
    and has no value. The values have element type vtype (a cache's). */
 MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, int vtype, size_t vst, size_t pv,
-                                          float *ho MHA__LSE_PARAM MHA__SINK_PARAM) {
+                                          float *ho, float *st, float sink) {
     static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
     float mx = -(FLT_MAX * 2.0f), sum;
     size_t j, a;
-#if !MHA_NO_EXTRAS
-    mx = sink;
-#endif
+    if (!MHA_NO_EXTRAS) mx = sink; /* -inf: none */
     for (j = 0; j < m; ++j)
         if (sc[j] > mx || sc[j] != sc[j]) mx = sc[j]; /* once NaN, mx stays NaN */
     for (j = 0; j < m; ++j) sc[j] = mha__weight(sc[j], mx);
     sum = mha__dot(sc, &one, 0, m, 0);
-#if !MHA_NO_EXTRAS
-    if (sink != -(FLT_MAX * 2.0f)) sum += mha__weight(sink, mx); /* with a sink */
-    if (st) { /* the row's statistics: its max and sum */
+    if (!MHA_NO_EXTRAS && sink != -(FLT_MAX * 2.0f)) sum += mha__weight(sink, mx); /* with a sink */
+    if (!MHA_NO_EXTRAS && st) { /* the row's statistics: its max and sum */
         st[0] = mx;
         st[1] = sum;
     }
-#endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
     for (a = 0; a < pv; ++a) ho[a] = mha__dot_t(sc, mha__elt(v, vtype, a), vtype, vst, m, 1);
@@ -1765,9 +1770,7 @@ typedef struct mha__keys {
     size_t base, s0;        /* the position map */
     size_t lo, hi;          /* the positions the row sees */
     int ktype;
-#if !MHA_NO_EXTRAS
     int64_t qpos; /* ALiBi: the query's position, less the row's reference distance */
-#endif
 } mha__keys;
 /* A ring of cap slots holding the last positions before e: the position
    map of mha__keys (the same as mha__slot_pos, without a division a slot). */
@@ -1777,22 +1780,18 @@ MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap) {
     r->s0 = first % cap;
     r->base = first - r->s0;
 }
-MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r MHA__SLOPE_PARAM) {
+MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r, float slope) {
     const float *q = MHA__PART(c, MHA__QP) + i * c->pq;
     size_t j, pos;
     for (j = 0; j < r->slots; ++j) {
         float s = -(FLT_MAX * 2.0f);
         pos = r->base + j + (j < r->s0 ? r->cap : 0);
         if (pos >= r->lo && pos < r->hi && (!r->keep || r->keep[j])) {
-#if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
                 s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * r->cap + j) * c->pa);
             else
-#endif
                 s = c->scale * mha__dot_t(q, mha__elt(r->k, r->ktype, j * c->pk), r->ktype, 1, c->pk, 0);
-#if !MHA_NO_EXTRAS
             if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, r->qpos - (int64_t)pos);
-#endif
             if (r->bias) s += r->bias[j];
         }
         r->sc[j] = s;
@@ -2795,6 +2794,9 @@ MHA__PRIVATE void mha__fast_angles(void *arg, int32_t block) {
         }
     }
 }
+#else
+#define mha__fast_angles NULL
+#endif
 
 /* The angles' row of query row t: that of the key at its position, if
    there is one (self-attention: every row), else its own. */
@@ -2802,7 +2804,6 @@ MHA__PRIVATE const float *mha__fast_qangles(const mha__fast *f, size_t t) {
     const int64_t pos = MHA__QPOS(f->c, t);
     return f->rcs + (pos >= 0 && pos < (int64_t)f->c->m ? (size_t)pos : f->c->m + t) * MHA__ROPE(f->c);
 }
-#endif
 
 /* Task `task` of step 1's first part: key rows j0 .. j0+KVB-1 of the pass
    (block task / 2), K (even tasks) projected into kp and packed into K^T's
@@ -2837,7 +2838,6 @@ MHA__PRIVATE void mha__fast_kv(const mha__fast *f, size_t task) {
     if (c->head == MHA__CORE) {
         const float *kr = keys + g * c->pk; /* the rows to pack, stride kst */
         size_t kst = c->dk;
-#if !MHA_NO_EXTRAS
         if (MHA__ROPE(c)) { /* the rows rotated in kp first */
             for (j = 0; j < rows; ++j) {
                 mha__copy(f->kp + (j0 + j) * c->pk, keys + j * c->dk + g * c->pk, c->pk);
@@ -2846,7 +2846,6 @@ MHA__PRIVATE void mha__fast_kv(const mha__fast *f, size_t task) {
             kr = f->kp + j0 * c->pk;
             kst = c->pk;
         }
-#endif
         mha__pack(kr, kst, rows, c->pk, kt);
         return;
     }
@@ -2855,9 +2854,7 @@ MHA__PRIVATE void mha__fast_kv(const mha__fast *f, size_t task) {
     ga.tail = f->tail; /* the last block's */
     ga.bf = MHA__BF(c);
     mha__gemm(&ga);
-#if !MHA_NO_EXTRAS
     for (j = 0; j < rows && MHA__ROPE(c); ++j) mha__rope(c, f->kp + (j0 + j) * c->pk, 1, 0, 0, f->rcs + (j0 + j) * MHA__ROPE(c));
-#endif
 #if MHA__BFDP
     if (f->vb) /* bf16 products in the attention: K^T's panels as pairs */
         mha__pack_bf(f->kp + j0 * c->pk, MHA_F32, c->pk, rows, c->pk, kt);
@@ -2918,10 +2915,8 @@ MHA__PRIVATE void mha__fast_q(const mha__fast *f, size_t tile) {
         ga.bf = MHA__BF(c);
         mha__gemm(&ga);
     }
-#if !MHA_NO_EXTRAS
     for (l = 0; l < rows && MHA__ROPE(c); ++l) /* every head of the row at its position */
         mha__rope(c, f->qp + (t0 + l) * gq, c->grp, c->pq, 0, mha__fast_qangles(f, t0 + l));
-#endif
 }
 
 /* Step 1's first part, one parallel-for: tasks 0 .. MHA__KV_TASKS(c) - 1
@@ -3012,6 +3007,8 @@ MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, floa
             for (l = 0; j + l < len; ++l) x[j + l] = buf[l];
     }
 }
+#else
+#define mha__fast_extras(c, x, len, scale, slope, d0) ((void)(c), (void)(x), (void)(slope), (void)(d0))
 #endif
 
 /* The rules on a row's block of scores x[0..cp) (cp a multiple of VL), of
@@ -3023,17 +3020,11 @@ MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_
                                   const float *bias, float scale, float slope, int64_t d0) {
     const float ninf = -(FLT_MAX * 2.0f);
     size_t j = 0;
-#if !MHA_NO_EXTRAS
     if (MHA__EXTRAS(c)) {
         mha__fast_extras(c, x, vis, scale, slope, d0);
         for (; j < vis && (keep || bias); ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
         j = vis;
     }
-#else
-    (void)c;
-    (void)slope;
-    (void)d0;
-#endif
     if (!keep && !bias)
         for (; j + MHA__VL <= vis; j += MHA__VL) mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
     for (; j < vis; ++j) x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
@@ -3132,12 +3123,10 @@ MHA__PRIVATE void mha__fast_scores(const mha__fast *f, const mha__tile *t, size_
             for (j = 0; j < cl; ++j) x[j] = 0.0f;
             continue;
         }
-#if !MHA_NO_EXTRAS
         if (MHA__EXTRAS(c)) {
             const int64_t qpos = MHA__QPOS(c, t->t0 + r);
             d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
         }
-#endif
         mha__fast_rules(c, x, vis, cp, keep, bias, t->scale, t->slope, d0);
     }
 }
@@ -3168,11 +3157,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
     const float vscale = f->vscale;
     float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
-#if MHA_NO_EXTRAS
-#define MHA__TILE_SINK(r) ninf
-#else
 #define MHA__TILE_SINK(r) mha__row_sink(c, i, t.slope, MHA__QPOS(c, t0 + (r)))
-#endif
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
     mha__gemm_args ga;
@@ -3185,19 +3170,13 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     t.qt = qt;
     t.aq = aq;
     t.scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
-#if MHA_NO_EXTRAS
-    t.slope = 0.0f;
-#else
     t.slope = MHA__SLOPE(c, i);
-#endif
 
     /* qt = the tile's queries of head i, 0 past the last row (mha_attend with RoPE: rotated here) */
     for (r = 0; r < rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
     for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
-#if !MHA_NO_EXTRAS
     for (r = 0; r < rv && core && MHA__ROPE(c); ++r)
         mha__rope(c, qt + r * c->pq, 1, 0, 0, mha__fast_qangles(f, t0 + r));
-#endif
     if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
         ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
         mha__gemm(&ga);
@@ -3260,12 +3239,10 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
             for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
         }
     }
-#if !MHA_NO_EXTRAS
-    for (r = 0; r < rv && c->lse; ++r) { /* mha_forward_lse: each row's log-sum-exp */
+    for (r = 0; r < rv && MHA__LSE(c); ++r) { /* mha_forward_lse: each row's log-sum-exp */
         const float ls[2] = {mx[r], l[r]};
         mha__lse_put(c->lse + (f->b * c->h + i) * c->n + t0 + r, ls, MHA__LSE_SHIFT(c, t.slope, t0 + r));
     }
-#endif
 }
 #undef MHA__TILE_SINK
 
@@ -3314,9 +3291,7 @@ MHA__PRIVATE void mha__fast_project(const mha__ctx *c, size_t b, size_t g) {
     size_t k, j;
     if (b == 0 && g == 0) {
         mha__fast_layout(f, c, (float *)(void *)((unsigned char *)f + MHA__FAST_SELF));
-#if !MHA_NO_EXTRAS
         if (MHA__ROPE(c)) mha__par(c, mha__fast_angles, f, (c->m + c->n + MHA__KVB - 1) / MHA__KVB);
-#endif
     }
     f->b = b;
     f->g = g;
@@ -3522,6 +3497,8 @@ MHA__PRIVATE void mha__gemv16(size_t rows, size_t cols, size_t k, const float *x
     else
         mha__gemv16_t(rows, cols, k, x, ldx, (const uint16_t *)W, MHA_BF16, y, ldy, bias);
 }
+#else
+#define mha__gemv16(rows, cols, k, x, ldx, W, type, y, ldy, bias) ((void)(x), (void)(W), (void)(y), (void)(bias))
 #endif
 
 /* y [rows][p] (row stride ldy) = x [rows][d] W^T + bias, W the rows
@@ -3534,13 +3511,11 @@ MHA__PRIVATE void mha__dec_project(const mha__dec *f, int which, size_t o0, size
     const float *b = *(const float *const *)(const void *)((const unsigned char *)c->w + pr[1]);
     size_t d = MHA__SIZE(c, pr[2]) * (which == MHA__PROJ_O ? c->h : 1);
     mha__gemm_args g;
-#if !MHA_NO_EXTRAS
-    if (f->gemv) {
+    if (!MHA_NO_EXTRAS && f->gemv) {
         const void *W = *(const void *const *)(const void *)((const unsigned char *)c->w + pr[0]);
         mha__gemv16(rows, p, d, x, ldx, mha__elt(W, MHA__WTYPE(c), o0 * d), MHA__WTYPE(c), y, ldy, b ? b + o0 : NULL);
         return;
     }
-#endif
     g = mha__mm(rows, p, d, x, ldx, panels, y, ldy);
     g.bias = b ? b + o0 : NULL;
     g.rows1 = 1;
@@ -3556,10 +3531,7 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     mha__dec *f = (mha__dec *)arg;
     const mha__ctx *c = f->c;
     mha_cache *cache = c->cache;
-    size_t b = (size_t)task % c->batch, g = (size_t)task / c->batch, j = 0, slot, run;
-#if !MHA_NO_EXTRAS
-    size_t k;
-#endif
+    size_t b = (size_t)task % c->batch, g = (size_t)task / c->batch, j = 0, slot, run, k;
     const float *wk = f->gemv ? NULL : mha__dec_panels(f, -1 - (int64_t)g), *wv = wk ? wk + f->pkr * c->dk : NULL;
     while (j < c->m) {
         float *kd, *vd;
@@ -3575,16 +3547,14 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
         mha__dec_project(f, MHA__PROJ_K, g * c->pk, c->pk, run, c->keys + (b * c->m + j) * c->dk, c->dk, wk, kd, c->pk);
         mha__dec_project(f, MHA__PROJ_V, g * c->pv, c->pv, run, c->values + (b * c->m + j) * c->dv, c->dv, wv, vd,
                          c->pv);
-#if !MHA_NO_EXTRAS
         for (k = 0; k < run && MHA__ROPE(c); ++k) /* RoPE at the key's position */
             mha__rope(c, kd + k * c->pk, 1, 0, (int64_t)cache->length[b] + (int64_t)(j + k), NULL);
-        if (f->ct) {
+        if (!MHA_NO_EXTRAS && f->ct) {
             mha__elt_store((void *)mha__elt(cache->k, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pk), f->ct, kd,
                            run * c->pk);
             mha__elt_store((void *)mha__elt(cache->v, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pv), f->ct, vd,
                            run * c->pv);
         }
-#endif
         j += run;
     }
 }
@@ -3595,15 +3565,11 @@ MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
     const mha__ctx *c = f->c;
     size_t b = (size_t)task % c->batch, i = (size_t)task / c->batch, g = i / c->grp;
     float *q = f->q + ((b * c->kv + g) * f->rows + (i - g * c->grp) * c->n) * c->pq;
-#if !MHA_NO_EXTRAS
     size_t t;
-#endif
     mha__dec_project(f, MHA__PROJ_Q, i * c->pq, c->pq, c->n, c->queries + b * c->n * c->dq, c->dq,
                      f->gemv ? NULL : mha__dec_panels(f, (int64_t)i), q, c->pq);
-#if !MHA_NO_EXTRAS
     for (t = 0; t < c->n && MHA__ROPE(c); ++t) /* new query t at position length + t */
         mha__rope(c, q + t * c->pq, 1, 0, (int64_t)c->cache->length[b] + (int64_t)t, NULL);
-#endif
 }
 
 /* Task k of the projection step with packed weights: the append step's
@@ -3749,18 +3715,16 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
-#if !MHA_NO_EXTRAS
             if (MHA__EXTRAS(c)) { /* soft-cap; ALiBi at the row's position hi - 1 */
                 const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
                 if (e > c->ms) { /* a ring that wrapped: positions not in slot order, one at a time */
                     mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
-                    for (j = 0; j < cl && c->knobs->alibi; ++j)
+                    for (j = 0; j < cl && MHA__ALIBI(c); ++j)
                         x[j] -= slope * (float)((int64_t)hi - 1 - (int64_t)mha__slot_pos(j0 + j, e, c->ms));
                 } else { /* slot j holds position j */
                     mha__fast_extras(c, x, cl, 1.0f, slope, (int64_t)hi - 1 - (int64_t)j0);
                 }
             }
-#endif
             if (lo > e - used || hi < e) /* not every position held is visible */
                 for (j = 0; j < cl; ++j) {
                     pos = mha__slot_pos(j0 + j, e, c->ms);
@@ -3812,16 +3776,14 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
 }
 
 MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
-#if !MHA_NO_EXTRAS
-    if (f->ct == MHA_F16) {
+    if (!MHA_NO_EXTRAS && f->ct == MHA_F16) {
         mha__dec_item_t(f, item, st, MHA_F16);
         return;
     }
-    if (f->ct == MHA_BF16) {
+    if (!MHA_NO_EXTRAS && f->ct == MHA_BF16) {
         mha__dec_item_t(f, item, st, MHA_BF16);
         return;
     }
-#endif
     mha__dec_item_t(f, item, st, MHA_F32);
 }
 
@@ -3847,10 +3809,8 @@ MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
     for (r = 0; r < f->rows; ++r) {
         size_t i = g * c->grp + r / c->n, tt = r % c->n;
         float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, mx = ninf, l = 0.0f, lc = 0.0f, sc;
-#if !MHA_NO_EXTRAS
-        const float sink = c->w->sinks ? c->w->sinks[i] : ninf; /* in the max, and last in the sum */
+        const float sink = !MHA_NO_EXTRAS && c->w->sinks ? c->w->sinks[i] : ninf; /* in the max, last in the sum */
         mx = sink;
-#endif
         for (ch = 0; ch < f->chunks; ++ch) {
             float m = res[(ch * f->rows + r) * f->pvs + c->pv];
             if (m > mx || m != m) mx = m;
@@ -3864,9 +3824,7 @@ MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
             l = mha__add_comp(l, o[c->pv + 1] * sc, &lc);
             for (a = 0; a < c->pv; ++a) h[a] = mha__add_comp(h[a], o[a] * sc, oc + a);
         }
-#if !MHA_NO_EXTRAS
-        l = mha__add_comp(l, mha__weight(sink, mx), &lc);
-#endif
+        if (!MHA_NO_EXTRAS) l = mha__add_comp(l, mha__weight(sink, mx), &lc);
         for (a = 0; a < c->pv; ++a) h[a] /= l;
     }
 }
@@ -3890,13 +3848,11 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
         for (j = 0; j < used; ++j) {
             size_t pos = mha__slot_pos(j, e, c->ms);
             x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot_t(q, mha__elt(K, f->ct, j * c->pk), f->ct, 1, c->pk, 0);
-#if !MHA_NO_EXTRAS
             if (pos >= lo && pos < hi && MHA__EXTRAS(c))
                 x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
-#endif
         }
-        mha__pool(x, used, mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv,
-                  h MHA__EXTRA_ARG(NULL) MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
+        mha__pool(x, used, mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv, h,
+                  NULL, mha__row_sink(c, i, 0.0f, 0));
     }
 }
 
@@ -3937,9 +3893,7 @@ MHA__PRIVATE void mha__dec_out(void *arg, int32_t task) {
 MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
     mha__dec f;
     size_t b, i, k, panels = (c->po + MHA__NR - 1) / MHA__NR;
-#if !MHA_NO_EXTRAS
     mha__rope_base(c);
-#endif
     mha__fast_decode_layout(&f, c, ws);
     f.ct = MHA__CTYPE(c);
     f.gemv = MHA__WTYPE(c) && (c->n > c->m ? c->n : c->m) <= MHA__GEMV_ROWS;
@@ -4082,9 +4036,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter(const mha_shape *shape, const mha_weig
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK) return st;
     if (batch < 0 || n < 0 || m < 0 || head >= (int32_t)c.h) return MHA_ERR_SHAPE;
-#if !MHA_NO_EXTRAS
-    if (head >= 0 && (c.knobs->rope_dim || c.knobs->alibi)) return MHA_ERR_SHAPE; /* mha_head's query has no position */
-#endif
+    if (head >= 0 && (MHA__ROPE(&c) || MHA__ALIBI(&c))) return MHA_ERR_SHAPE; /* mha_head's query has no position */
     c.batch = MHA__SZ(batch);
     c.n = MHA__SZ(n);
     c.m = c.mp = c.ms = MHA__SZ(m);
@@ -4159,9 +4111,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
         (cache->type && MHA__ADDITIVE(&c)) ||
         (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
         return MHA_ERR_SHAPE;
-#if !MHA_NO_EXTRAS
-    if (decode && !keys && !values && (c.knobs->rope_dim || c.knobs->alibi)) return MHA_ERR_SHAPE; /* cross: no query position */
-#endif
+    if (decode && !keys && !values && (MHA__ROPE(&c) || MHA__ALIBI(&c)))
+        return MHA_ERR_SHAPE; /* cross-attention: no query position */
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v)) ||
         (decode && (!queries || !out || !w->w_q || !w->w_o ||
@@ -4201,10 +4152,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
    3. output: W_o times the heads' outputs (not for mha_head).
    mha_attend runs them with identity projections (mha__project). */
 MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
-    size_t m = c->m, i, g;
-#if !MHA_NO_EXTRAS
-    size_t j;
-#endif
+    size_t m = c->m, i, g, j;
     for (i = 0; i < c->h; ++i) {
         if (c->head >= 0 && i != (size_t)c->head) continue; /* mha_head: its head alone */
         g = i / c->grp;
@@ -4212,26 +4160,20 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
             mha__project(c, MHA__PROJ_K, c->keys + b * m * c->dk, m, g * c->pk, MHA__PART(c, MHA__KP) + g * m * c->pk);
             mha__project(c, MHA__PROJ_V, c->values + b * m * c->dv, m, g * c->pv,
                          MHA__PART(c, MHA__VP) + g * m * c->pv);
-#if !MHA_NO_EXTRAS
             for (j = 0; MHA__ROPE(c) && j < m; ++j) /* key j at position j */
                 mha__rope(c, MHA__PART(c, MHA__KP) + (g * m + j) * c->pk, 1, 0, (int64_t)j, NULL);
-#endif
         }
-#if !MHA_NO_ADDITIVE
         if (t == 0 && MHA__ADDITIVE(c)) /* A_k^(i) K [m][p_a] */
             mha__project(c, MHA__PROJ_AK, MHA__PART(c, MHA__KP) + g * m * c->pk, m, i * c->pa,
                          MHA__PART(c, MHA__AK) + i * m * c->pa);
-#endif
         /* q_i [p_q] */
         mha__project(c, MHA__PROJ_Q, c->queries + (b * c->n + t) * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
     }
-#if !MHA_NO_EXTRAS
     if (MHA__ROPE(c)) mha__rope(c, MHA__PART(c, MHA__QP), c->h, c->pq, MHA__QPOS(c, t), NULL); /* (not mha_head) */
-#endif
 }
 /* The scores of query t of batch entry b, head i, against the call's keys
    (key j at position j) by mha__scores; returns them. */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i MHA__SLOPE_PARAM) {
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i, float slope) {
     const mha_mask *mask = c->mask;
     const size_t m = c->m, row = b * c->n + t;
     mha__keys r;
@@ -4243,16 +4185,14 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     r.base = r.s0 = r.lo = 0;
     r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
     r.ktype = MHA_F32;
-#if !MHA_NO_EXTRAS
     r.qpos = MHA__QPOS(c, t) - MHA__DREF(c, MHA__QPOS(c, t));
-#endif
-    return mha__scores(c, i, &r MHA__EXTRA_ARG(slope));
+    return mha__scores(c, i, &r, slope);
 }
 /* The scores of new query t of batch entry b, head i, of a decoding call
    against the cache's slots in use (kv head i / grp), e positions appended
    (the new ones included), by mha__scores; returns them. */
 MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i,
-                                                    size_t e MHA__SLOPE_PARAM) {
+                                                    size_t e, float slope) {
     mha__keys r;
     r.k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pk);
     r.keep = NULL;
@@ -4262,29 +4202,21 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
     mha__ring(&r, e, c->ms);
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
     r.ktype = MHA__CTYPE(c);
-#if !MHA_NO_EXTRAS
     r.qpos = (int64_t)(e - c->n + t); /* P */
-#endif
-    return mha__scores(c, i, &r MHA__EXTRA_ARG(slope));
+    return mha__scores(c, i, &r, slope);
 }
 MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
     size_t i;
     for (i = 0; i < c->h; ++i) { /* (A_q^(i) q_i [p_a]), the scores [m], h_i [p_v] */
         if (c->head >= 0 && i != (size_t)c->head) continue;
-#if !MHA_NO_ADDITIVE
+        float slope, st[2];
         if (MHA__ADDITIVE(c))
             mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa, MHA__PART(c, MHA__AQ));
-#endif
-#if !MHA_NO_EXTRAS
-        const float slope = MHA__SLOPE(c, i);
-        float st[2];
-#endif
-        mha__pool(mha__attend(c, b, t, i MHA__EXTRA_ARG(slope)), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv,
-                  MHA_F32, c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out
-                  MHA__EXTRA_ARG(c->lse ? st : NULL) MHA__EXTRA_ARG(mha__row_sink(c, i, slope, MHA__QPOS(c, t))));
-#if !MHA_NO_EXTRAS
-        if (c->lse) c->lse_put(c->lse + (b * c->h + i) * c->n + t, st, MHA__LSE_SHIFT(c, slope, t));
-#endif
+        slope = MHA__SLOPE(c, i);
+        mha__pool(mha__attend(c, b, t, i, slope), c->m, MHA__PART(c, MHA__VP) + i / c->grp * c->m * c->pv, MHA_F32,
+                  c->pv, c->pv, c->head < 0 ? MHA__PART(c, MHA__CAT) + i * c->pv : c->out, MHA__LSE(c) ? st : NULL,
+                  mha__row_sink(c, i, slope, MHA__QPOS(c, t)));
+        if (MHA__LSE(c)) MHA__LSE_PUT(c, MHA__LSE(c) + (b * c->h + i) * c->n + t, st, MHA__LSE_SHIFT(c, slope, t));
     }
 }
 MHA__PRIVATE void mha__ref_output(const mha__ctx *c, size_t b, size_t t) {
@@ -4324,9 +4256,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute(int status, void *workspace) 
     size_t b, pass;
     if (status != MHA__RUN) return (mha_status)status;
     c = (const mha__ctx *)(void *)mha__align(workspace);
-#if !MHA_NO_EXTRAS
     mha__rope_base((mha__ctx *)(void *)mha__align(workspace));
-#endif
     for (b = 0; b < c->batch; ++b)
         for (pass = 0; pass < MHA__PASSES(c); ++pass) mha__stages(c, b, pass);
     return MHA_OK;
@@ -4344,28 +4274,21 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
     for (b = 0; b < c->batch && c->n; ++b) {
         e = (size_t)c->cache->length[b] + c->m;
         slots = e < c->ms ? e : c->ms;
-#if !MHA_NO_ADDITIVE
         for (i = 0; i < c->h && MHA__ADDITIVE(c); ++i) /* 1. A_k^(i) K [slots][p_a] */
             mha__project(c, MHA__PROJ_AK, (const float *)c->cache->k + (b * c->kv + i / c->grp) * c->ms * c->pk, slots,
                          i * c->pa, MHA__PART(c, MHA__AK) + i * c->ms * c->pa);
-#endif
         for (t = 0; t < c->n; ++t) {
             row = b * c->n + t;
             for (i = 0; i < c->h; ++i) { /* 2. */
                 mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
-#if !MHA_NO_EXTRAS
                 mha__rope(c, MHA__PART(c, MHA__QP) + i * c->pq, 1, 0, (int64_t)(e - c->n + t), NULL);
-#endif
-#if !MHA_NO_ADDITIVE
                 if (MHA__ADDITIVE(c))
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
-#endif
-                mha__pool(mha__attend_cache(c, b, t, i, e MHA__EXTRA_ARG(MHA__SLOPE(c, i))), slots,
+                mha__pool(mha__attend_cache(c, b, t, i, e, MHA__SLOPE(c, i)), slots,
                           mha__elt(c->cache->v, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pv),
-                          MHA__CTYPE(c), c->pv, c->pv,
-                          MHA__PART(c, MHA__CAT) + i * c->pv MHA__EXTRA_ARG(NULL)
-                          MHA__EXTRA_ARG(mha__row_sink(c, i, 0.0f, 0)));
+                          MHA__CTYPE(c), c->pv, c->pv, MHA__PART(c, MHA__CAT) + i * c->pv, NULL,
+                          mha__row_sink(c, i, 0.0f, 0));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
         }
@@ -4383,9 +4306,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
     mha_cache *cache;
     if (status != MHA__RUN) return status;
     cache = c->cache;
-#if !MHA_NO_EXTRAS
     mha__rope_base((mha__ctx *)(void *)mha__align(workspace)); /* for mha__compute_cache too */
-#endif
     for (b = 0; b < c->batch; ++b)
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;
@@ -4399,9 +4320,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
                     v = MHA__PART(c, MHA__CAT);
                 }
                 mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk, k);
-#if !MHA_NO_EXTRAS
                 mha__rope(c, k, 1, 0, (int64_t)cache->length[b] + (int64_t)j, NULL);
-#endif
                 mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv, v);
                 if (!MHA__CTYPE(c)) continue;
                 mha__elt_store((void *)mha__elt(cache->k, MHA__CTYPE(c), ((b * c->kv + g) * c->ms + slot) * c->pk),
@@ -4560,7 +4479,7 @@ MHADEF mha_status mha_forward_lse(const mha_shape *shape, const mha_weights *w, 
     int st = mha__enter(shape, w, batch, n, m, queries, keys, values, mask, out, NULL, workspace, workspace_bytes, -1,
                         0 MHA__FAST_ARGS(1, NULL, NULL));
     if (MHA_NO_EXTRAS && lse && st == MHA__RUN) return MHA_ERR_SHAPE; /* no statistics in that build */
-#if !MHA_NO_EXTRAS
+#if !MHA_NO_EXTRAS /* (the fields exist only there) */
     if (st == MHA__RUN) { /* into the call state */
         mha__ctx *c = (mha__ctx *)(void *)mha__align(workspace);
         c->lse = lse;
@@ -4806,36 +4725,25 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
     const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
     const size_t hi = mha__visible(mask, b, row, t, m);
-    float mx = ninf, sum, sw = 0.0f, D, ds, s;
-    size_t j, a, e, o;
-#if !MHA_NO_EXTRAS
     const float slope = MHA__SLOPE(c, i), cap = MHA__CAP(c);
     const int64_t qpos = MHA__QPOS(c, t), d0 = qpos - MHA__DREF(c, qpos);
-    const float sink = mha__row_sink(c, i, slope, qpos);
-    mx = sink;
-#endif
+    const float sink = mha__row_sink(c, i, slope, qpos); /* -inf: none */
+    float mx = sink, sum, sw = 0.0f, D, ds, s;
+    size_t j, a, e, o;
     /* the row forward: q (rotated at the row's position), the scores (raw: before the soft-cap), P */
     mha__project(c, MHA__PROJ_Q, qt, 1, i * pq, B->qp);
-#if !MHA_NO_EXTRAS
     if (MHA__ROPE(c)) mha__rope(c, B->qp, 1, 0, qpos, NULL);
-#endif
-#if !MHA_NO_ADDITIVE
     if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AQ, B->qp, 1, i * pa, B->aq);
-#endif
     for (j = 0; j < m; ++j) {
         s = ninf;
         B->raw[j] = 0.0f;
         if (j < hi && (!keep || keep[j])) {
-#if !MHA_NO_ADDITIVE
             if (MHA__ADDITIVE(c))
                 for (s = 0.0f, a = 0; a < pa; ++a) s += w->a_v[i * pa + a] * MHA_TANHF(B->aq[a] + B->ak[j * pa + a]);
             else
-#endif
                 s = c->scale * mha__dot(B->qp, B->kp + j * pk, 1, pk, 0);
             B->raw[j] = s;
-#if !MHA_NO_EXTRAS
             if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, d0 - (int64_t)j);
-#endif
             if (bias) s += bias[j];
         }
         B->pr[j] = s;
@@ -4843,9 +4751,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     }
     for (j = 0; j < m; ++j) B->pr[j] = mha__weight(B->pr[j], mx);
     sum = mha__dot(B->pr, &one, 0, m, 0);
-#if !MHA_NO_EXTRAS
     if (sink != ninf) sum += sw = mha__weight(sink, mx);
-#endif
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) B->pr[j] /= sum;
     sw /= sum;
@@ -4864,14 +4770,11 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     for (j = 0; j < m; ++j) {
         if (B->pr[j] == 0.0f) continue; /* masked, or no share: no gradient */
         ds = B->pr[j] * (mha__dot(B->dh, B->vp + j * pv, 1, pv, 0) - D);
-#if !MHA_NO_EXTRAS
         if (cap != 0.0f) {
             s = MHA_TANHF(B->raw[j] / cap);
             ds *= 1.0f - s * s;
         }
-#endif
         for (a = 0; a < pv; ++a) B->dvp[j * pv + a] += B->pr[j] * B->dh[a];
-#if !MHA_NO_ADDITIVE
         if (MHA__ADDITIVE(c)) {
             for (a = 0; a < pa; ++a) {
                 const float z = MHA_TANHF(B->aq[a] + B->ak[j * pa + a]), du = ds * w->a_v[i * pa + a] * (1.0f - z * z);
@@ -4885,27 +4788,18 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
             }
             continue;
         }
-#endif
         for (a = 0; a < pk; ++a) {
             B->dqp[a] += c->scale * ds * B->kp[j * pk + a];
             B->dkp[j * pk + a] += c->scale * ds * B->qp[a];
         }
     }
-#if !MHA_NO_EXTRAS
-    if (g && g->sinks && w->sinks) g->sinks[i] -= sw * D; /* the sink's dP is 0 */
-#else
-    (void)sw;
-#endif
-#if !MHA_NO_ADDITIVE
-    for (a = 0; a < pa; ++a) /* through A_q^(i) */
+    if (!MHA_NO_EXTRAS && g && g->sinks && w->sinks) g->sinks[i] -= sw * D; /* the sink's dP is 0 */
+    for (a = 0; MHA__ADDITIVE(c) && a < pa; ++a) /* through A_q^(i) */
         for (e = 0; e < pq; ++e) {
             if (g && g->a_q) g->a_q[(i * pa + a) * pq + e] += B->daq[a] * B->qp[e];
             B->dqp[e] += w->a_q[(i * pa + a) * pq + e] * B->daq[a];
         }
-#endif
-#if !MHA_NO_EXTRAS
     if (MHA__ROPE(c)) mha__rope(c, B->dqp, 1, 0, -qpos, NULL); /* back through the rotation: its inverse */
-#endif
     /* through W_q^(i) */
     for (a = 0; a < pq; ++a) {
         if (g && g->b_q) g->b_q[i * pq + a] += B->dqp[a];
@@ -4935,18 +4829,12 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_proj(size_t m, size_t p, size_t d, cons
 
 /* RoPE on the m rows of p_k at x, row j at position sign j (-1: the inverse rotation). */
 MHA__PRIVATE void mha__bwd_rope(const mha__ctx *c, float *x, int sign) {
-#if !MHA_NO_EXTRAS
     size_t j;
     int64_t pos;
     for (j = 0; j < c->m && MHA__ROPE(c); ++j) {
         pos = (int64_t)j;
         mha__rope(c, x + j * c->pk, 1, 0, sign < 0 ? -pos : pos, NULL);
     }
-#else
-    (void)c;
-    (void)x;
-    (void)sign;
-#endif
 }
 
 MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, float *ws) {
@@ -4978,9 +4866,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, flo
             mha__zero(B->dkp, m * pk);
             mha__zero(B->dvp, m * pv);
             for (l = 0; l < c->grp; ++l) { /* 2. */
-#if !MHA_NO_ADDITIVE
                 if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AK, B->kp, m, (gi * c->grp + l) * c->pa, B->ak);
-#endif
                 for (t = 0; t < c->n; ++t) mha__bwd_row(c, B, b, t, gi * c->grp + l);
             }
             mha__bwd_rope(c, B->dkp, -1); /* 3. back through the rotation: its inverse */
@@ -5021,11 +4907,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_run(const mha__ctx *c, mha__bwd *B, flo
 #define MHA__CB ((size_t)4 * MHA__NR) /* columns of B packed at a time */
 /* Whether the fast path runs a backward call: dot scoring without the
    soft-cap, and something to compute (n, m >= 1). */
-#if MHA_NO_EXTRAS
-#define mha__bwf_runs(c) (!MHA__ADDITIVE(c) && (c)->n > 0 && (c)->m > 0)
-#else
 #define mha__bwf_runs(c) (!MHA__ADDITIVE(c) && MHA__CAP(c) == 0.0f && (c)->n > 0 && (c)->m > 0)
-#endif
 
 typedef struct mha__bwf {
     const mha__ctx *c;
@@ -5202,10 +5084,8 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     ga.bias = c->w->b_q ? c->w->b_q + i * pq : NULL;
     ga.tail = f->tail;
     mha__gemm(&ga);
-#if !MHA_NO_EXTRAS
     slope = MHA__SLOPE(c, i);
     for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->qp + r * pq, 1, 0, MHA__QPOS(c, t0 + r), NULL);
-#endif
     if (f->pass != 1) {
         mha__bwf_mm(f, rv, pv, c->po, dout, c->po, 0, c->w->w_o, MHA__WTYPE(c), i * pv, c->h * pv, 0, f->dh, pv, 0,
                     NULL);
@@ -5219,11 +5099,9 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         float *x = f->s + r * mcp, sink = ninf, mx, sum;
         const size_t hi = mha__visible(mask, f->b, row0 + r, t0 + r, m);
         const size_t vis = hi <= j0 ? 0 : hi - j0 < cl ? hi - j0 : cl;
-#if !MHA_NO_EXTRAS
         const int64_t qpos = MHA__QPOS(c, t0 + r);
         d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
         sink = mha__row_sink(c, i, slope, qpos);
-#endif
         mha__fast_rules(c, x, vis, cp, mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL,
                         mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL, c->scale, slope, d0);
         if (f->pass == 1) { /* the max and sum so far, online */
@@ -5265,11 +5143,7 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         if (j0 == 0) sw += share[r] * D[r];
     }
     if (f->pass == 2) return;
-#if !MHA_NO_EXTRAS
-    if (g && g->sinks && c->w->sinks) g->sinks[i] -= sw; /* the sink's dP is 0 */
-#else
-    (void)sw;
-#endif
+    if (!MHA_NO_EXTRAS && g && g->sinks && c->w->sinks) g->sinks[i] -= sw; /* the sink's dP is 0 */
 
     /* the output projection's gradients: gW_o^(i)^T += (P V_c)^T dOut (in gwo), gb_o once */
     if (g && g->w_o) {
@@ -5304,9 +5178,7 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
     ga.tail = f->tail;
     mha__gemm(&ga);
-#if !MHA_NO_EXTRAS
     for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->dqp + r * pq, 1, 0, -MHA__QPOS(c, t0 + r), NULL);
-#endif
     /* through W_q^(i): d_queries, gW_q, gb_q */
     if (B->dq)
         mha__bwf_mm(f, rv, c->dq, pq, f->dqp, pq, 0, c->w->w_q, MHA__WTYPE(c), i * pq * c->dq, c->dq, 0,
@@ -5325,14 +5197,10 @@ MHA__PRIVATE void mha__bwf_keys(mha__bwf *f) {
     const mha__bwd *B = f->B;
     const int type = MHA__WTYPE(c);
     const size_t cl = f->cl, pk = c->pk, pv = c->pv, at = f->b * c->m + f->j0;
-#if !MHA_NO_EXTRAS
     size_t j;
-#endif
     mha__bwf_mm(f, cl, pk, c->dk, B->k + at * c->dk, c->dk, 0, c->w->w_k, type, f->g * pk * c->dk, c->dk, 1, f->kc,
                 pk, 0, c->w->b_k ? c->w->b_k + f->g * pk : NULL);
-#if !MHA_NO_EXTRAS
     for (j = 0; j < cl && MHA__ROPE(c); ++j) mha__rope(c, f->kc + j * pk, 1, 0, (int64_t)(f->j0 + j), NULL);
-#endif
     mha__pack_t(f->kc, MHA_F32, pk, cl, pk, f->kt);
     if (f->pass == 1) return;
     mha__bwf_mm(f, cl, pv, c->dv, B->v + at * c->dv, c->dv, 0, c->w->w_v, type, f->g * pv * c->dv, c->dv, 1, f->vc,
@@ -5362,13 +5230,11 @@ MHA__PRIVATE void mha__bwf_back(mha__bwf *f, int which) {
     size_t j, a;
     for (j = 0; j < cl; ++j) /* dX_c [cl][p] in the room of X_c, which is packed */
         for (a = 0; a < p; ++a) dr[j * p + a] = dt[a * mc + j];
-#if !MHA_NO_EXTRAS
     if (!which && MHA__ROPE(c)) {
         for (j = 0; j < cl; ++j) mha__rope(c, dr + j * p, 1, 0, -(int64_t)(f->j0 + j), NULL);
         for (j = 0; j < cl; ++j)
             for (a = 0; a < p; ++a) dt[a * mc + j] = dr[j * p + a];
     }
-#endif
     if (dx) mha__bwf_mm(f, cl, d, p, dr, p, 0, W, type, o0 * d, d, 0, dx + at * d, d, 1, NULL);
     if (gw) mha__bwf_mm(f, p, d, cl, dt, mc, 0, x, MHA_F32, 0, d, 0, gw + o0 * d, d, 1, NULL);
     mha__colsum(gb ? gb + o0 : NULL, dr, cl, p, p);
@@ -5426,15 +5292,11 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha
             for (l = 0; l < c->grp; ++l) /* each row's max (or the forward's log-sum-exp), sum and D start */
                 for (t = 0; t < c->n; ++t) {
                     at = l * c->n + t;
-#if !MHA_NO_EXTRAS
                     sink = mha__row_sink(c, f->g * c->grp + l, MHA__SLOPE(c, f->g * c->grp + l), MHA__QPOS(c, t));
-#endif
                     f->mx[at] = sink;
                     if (f->given) {
                         f->mx[at] = B->lse[(b * c->h + f->g * c->grp + l) * c->n + t];
-#if !MHA_NO_EXTRAS
                         f->mx[at] += MHA__LSE_SHIFT(c, MHA__SLOPE(c, f->g * c->grp + l), t);
-#endif
                     }
                     f->l[at] = mha__weight(sink, f->mx[at]); /* the sink's term */
                     f->dd[at] = 0.0f;
@@ -5525,9 +5387,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_
    (aligned): on the fast path when fast and it can, else the reference. */
 MHA__PRIVATE MHA__NOINLINE void mha__bwd_go(unsigned char *ws, int fast) {
     mha__ctx *c = (mha__ctx *)(void *)ws;
-#if !MHA_NO_EXTRAS
     if (MHA__ROPE(c)) mha__rope_base(c);
-#endif
 #if MHA_FAST
     if (fast && mha__bwf_runs(c)) {
         mha__bwf_run(c, (mha__bwd *)(void *)(ws + MHA__BWD_CTX), (mha__bwf *)(void *)(ws + MHA__BWD_SELF),

@@ -52,7 +52,7 @@ def main():
         if in_define or s.startswith("#"):
             if re.match(r"#\s*if", s) and no >= impl:
                 ifs_total += 1
-                if depth > 0:
+                if depth > 0 and name:  # inside a function's body (not a struct's)
                     ifs_in_bodies += 1
             in_define = s.endswith("\\")
             continue
