@@ -674,6 +674,38 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 #ifndef MHA_IMPLEMENTATION_INCLUDED
 #define MHA_IMPLEMENTATION_INCLUDED
 
+/* ---- contents ----------------------------------------------------------------
+   The implementation's sections, in this order (search for "---- " and the
+   name); docs/internals.md tells where to add a scoring function, an element
+   type or an ISA.
+     options                the configuration macros checked, includes, inline/noinline
+     bits of a float        float <-> bits, 16-bit conversions
+     element types          one element of f32/f16/bf16: load, store (MHA__WTYPE, MHA__CTYPE)
+     math without libm      exp, tanh, ln (MHA_NO_LIBM)
+     the call               mha__ctx (one call's sizes and arguments), the checks as one list
+                            (MHA__CHECKS_*, expanded by mha__check_shape / mha__check_weights,
+                            read by mha_explain), mha__setup, the workspace's layout
+     reference kernels      dot products (compensated), the softmax weight
+     positions ...          RoPE, ALiBi, the soft-cap, sinks; their stand-ins when compiled out
+     reference stages       mha__project, the rules (mha__visible, mha__decode_sees), mha__pool,
+                            the attention kernel mha__scores (one row over a key range through a
+                            position map), its set-ups mha__attend and mha__attend_cache
+     fast path              one block per vector unit (mha__v and its operations), the GEMM and
+                            its micro-kernels, packing, the forward's stages (mha__fast_project,
+                            mha__fast_attend: query tiles against key blocks, online softmax,
+                            mha__fast_output)
+     fast decoding          split-KV items over the cache (mha__dec_item_t), their merge
+     the door               mha__check, mha__enter / mha__enter_cache (the validation pass),
+                            the reference stages' passes, the dispatcher mha__stages,
+                            mha__compute / mha__compute_cache
+     public functions       the API's definitions, each a call of the door
+     training               the backward pass, reference (mha__bwd_row) and fast (mha__bwf_*)
+     int8 attention         mha_forward_q8 and int8 decoding: the requantising linear stage,
+                            the integer softmax, DSP/Helium products
+   ---------------------------------------------------------------------------- */
+
+/* ---- options ---------------------------------------------------------------- */
+
 #if defined(MHA_NO_STATUS_STRINGS) && (0 - MHA_NO_STATUS_STRINGS - 1) == 1 /* defined empty: 1 */
 #undef MHA_NO_STATUS_STRINGS
 #define MHA_NO_STATUS_STRINGS 1
@@ -1038,7 +1070,7 @@ MHA__PRIVATE float mha__sqrtf(float x) {
 }
 #endif /* MHA_NO_LIBM */
 
-/* ---- sizes ---------------------------------------------------------------- */
+/* ---- the call: its state, its checks (one list), its workspace ------------- */
 
 /* An int32_t count (>= 0) as a size_t. Where size_t is narrower than 31 bits
    (16-bit targets: AVR, MSP430) a count that does not fit becomes SIZE_MAX,
@@ -1639,6 +1671,8 @@ MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, floa
 #define mha__row_sink(c, i, slope, qpos) ((void)(slope), (void)(qpos), -(FLT_MAX * 2.0f))
 #define mha__lse_put(lse, st, shift) ((void)(st), (void)(shift))
 #endif
+
+/* ---- reference stages: project, the rules, the attention kernel, pool ------ */
 
 /* The projections of a call: for each, the offsets of its weight and bias
    (0: none) in mha_weights, and of its input and output sizes in mha__ctx. */
@@ -3920,6 +3954,8 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
     MHA__CLEAN();
 }
 #endif /* MHA_FAST */
+
+/* ---- the door: entries, the checks that need the call, the dispatcher ------ */
 
 /* Workspace bytes of the call's path, SIZE_MAX on overflow. The fast path
    keeps the reference's overflow verdict too, so both paths answer a call
