@@ -1668,7 +1668,7 @@ MHA__PRIVATE MHA__NOINLINE float mha__row_sink(const mha__ctx *c, size_t i, floa
 #define mha__rope(c, x, count, stride, pos, table) ((void)(x), (void)(pos), (void)(table))
 #define mha__rope_base(c) ((void)0)
 #define mha__extras(c, s, slope, dist) ((void)(slope), (void)(dist), (s))
-#define mha__row_sink(c, i, slope, qpos) ((void)(slope), (void)(qpos), -(FLT_MAX * 2.0f))
+#define mha__row_sink(c, i, slope, qpos) ((void)(i), (void)(slope), (void)(qpos), -(FLT_MAX * 2.0f))
 #define mha__lse_put(lse, st, shift) ((void)(st), (void)(shift))
 #endif
 
@@ -2534,8 +2534,46 @@ MHA__PRIVATE mha__gemm_args mha__mm(size_t rows, size_t cols, size_t k, const fl
 
 typedef void (*mha__kern)(size_t k, const float *a, size_t lda, const float *b, size_t ldb, float *c, size_t ldc,
                           int acc, const float *bias);
-MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
+
+/* An edge tile of the GEMM: rh rows and cw columns of C [.][ldc] (rh < the kernel's rows or
+   cw < NR), computed by the kernel (kern, or kern1 for cw <= VL) into a full tile t and copied
+   out: the bias and C read only where they exist. */
+MHA__PRIVATE MHA__NOINLINE void mha__gemm_edge(mha__kern kern, mha__kern kern1, size_t kk, const float *a, size_t lda,
+                                               const float *bq, size_t ldb, float *c, size_t ldc, size_t rh,
+                                               size_t cw, int acc, const float *bias) {
     float t[MHA__MR * MHA__NR], tb[MHA__NR];
+    size_t r, j;
+    if (bias && cw < MHA__NR) {
+        for (j = 0; j < MHA__NR; ++j) tb[j] = j < cw ? bias[j] : 0.0f;
+        bias = tb;
+    }
+    if (acc) {
+        for (j = 0; j < MHA__MR * MHA__NR; ++j) t[j] = 0.0f;
+        for (r = 0; r < rh; ++r)
+            for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * ldc + j];
+    }
+    if (cw <= MHA__VL)
+        kern1(kk, a, lda, bq, ldb, t, MHA__NR, acc, bias);
+    else
+        kern(kk, a, lda, bq, ldb, t, MHA__NR, acc, bias);
+    for (r = 0; r < rh; ++r)
+        for (j = 0; j < cw; ++j) c[r * ldc + j] = t[r * MHA__NR + j];
+}
+
+/* The GEMM's last rh rows from r0 one at a time (decoding: a row or a few), K block k0 of kl
+   (B's rows from bo; the bias with the last block). */
+MHA__PRIVATE MHA__NOINLINE void mha__gemm_rows1(const mha__gemm_args *g, const float *a, size_t lda, size_t r0,
+                                                size_t rh, size_t kl, size_t bo, int acc, int last) {
+    size_t r, q, cw;
+    for (r = 0; r < rh; ++r)
+        for (q = 0; q * MHA__NR < g->cols; ++q) {
+            cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
+            mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + bo, g->ldb, g->c + (r0 + r) * g->ldc + q * g->cps, cw,
+                            acc, last && g->bias ? g->bias + q * MHA__NR : NULL);
+        }
+}
+
+MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     mha__kern kern = mha__kernel, kern1 = mha__kernel1;
     size_t k0, kl, kk, bo, q, r0, rh, kr, cw, r, j;
 #if MHA__BFDP
@@ -2583,13 +2621,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             }
 #endif
             if (rh < MHA__MR && g->rows1 && !g->bf) { /* the last rows (decoding: a row or a few), one at a time */
-                for (r = 0; r < rh; ++r)
-                    for (q = 0; q * MHA__NR < g->cols; ++q) {
-                        cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
-                        mha__kernel_row(kl, a + r * lda, g->b + q * g->bps + bo, g->ldb,
-                                        g->c + (r0 + r) * g->ldc + q * g->cps, cw, acc,
-                                        last && g->bias ? g->bias + q * MHA__NR : NULL);
-                    }
+                mha__gemm_rows1(g, a, lda, r0, rh, kl, bo, acc, last);
                 continue;
             }
             if (rh < kr && g->tail && !g->bf) {
@@ -2611,22 +2643,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
                     kr_kern1(kk, a, lda, bq, g->ldb, c, g->ldc, acc, bias);
                     continue;
                 }
-                /* an edge tile, through t: the bias and C only where they exist */
-                if (bias && cw < MHA__NR) {
-                    for (j = 0; j < MHA__NR; ++j) tb[j] = j < cw ? bias[j] : 0.0f;
-                    bias = tb;
-                }
-                if (acc) {
-                    for (j = 0; j < MHA__MR * MHA__NR; ++j) t[j] = 0.0f;
-                    for (r = 0; r < rh; ++r)
-                        for (j = 0; j < cw; ++j) t[r * MHA__NR + j] = c[r * g->ldc + j];
-                }
-                if (cw <= MHA__VL)
-                    kr_kern1(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
-                else
-                    kr_kern(kk, a, lda, bq, g->ldb, t, MHA__NR, acc, bias);
-                for (r = 0; r < rh; ++r)
-                    for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
+                mha__gemm_edge(kr_kern, kr_kern1, kk, a, lda, bq, g->ldb, c, g->ldc, rh, cw, acc, bias);
             }
         }
         if (g->k == 0) break;
@@ -3165,6 +3182,49 @@ MHA__PRIVATE void mha__fast_scores(const mha__fast *f, const mha__tile *t, size_
     }
 }
 
+/* A tile's queries qt [R][p_q] of head i (rows t0 .. t0+rv-1 from q, row stride qs; 0 past the
+   last; mha_attend with RoPE: rotated here), and for additive scoring aq = A_q^(i) q_i. */
+MHA__PRIVATE MHA__NOINLINE void mha__fast_tile_q(const mha__fast *f, const mha__tile *t, float *qt, float *aq,
+                                                 const float *q, size_t qs) {
+    const mha__ctx *c = f->c;
+    const size_t R = f->qr;
+    size_t r, j;
+    mha__gemm_args ga;
+    for (r = 0; r < t->rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
+    for (j = t->rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
+    for (r = 0; r < t->rv && c->head == MHA__CORE && MHA__ROPE(c); ++r)
+        mha__rope(c, qt + r * c->pq, 1, 0, 0, mha__fast_qangles(f, t->t0 + r));
+    if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
+        ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + t->gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
+        mha__gemm(&ga);
+    }
+}
+
+/* After a tile of head i: attn, when asked for (e^(s - max) / sum for every key, from the
+   rows' final statistics mx, l; scores in st), and mha_forward_lse's log-sum-exp of each row. */
+MHA__PRIVATE MHA__NOINLINE void mha__fast_tile_stats(const mha__fast *f, const mha__tile *t, size_t i, float *st,
+                                                     const float *mx, const float *l) {
+    const mha__ctx *c = f->c;
+    const size_t KB = MHA__KB, m = c->m, t0 = t->t0, rv = t->rv;
+    float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
+    size_t j0, cl, cp, r, j;
+    for (j0 = 0; attn && j0 < m; j0 += KB) {
+        cl = m - j0 < KB ? m - j0 : KB;
+        cp = MHA__UP(cl, MHA__VL);
+        mha__fast_scores(f, t, j0, cl, st);
+        for (r = 0; r < rv; ++r) {
+            float *x = st + r * KB;
+            mha__softmax(x, cp, mx[r]);
+            mha__vscale(x, cp, l[r] == 0.0f ? 0.0f : 1.0f / l[r]); /* every key masked: 0 */
+            for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
+        }
+    }
+    for (r = 0; r < rv && MHA__LSE(c); ++r) { /* mha_forward_lse: each row's log-sum-exp */
+        const float ls[2] = {mx[r], l[r]};
+        mha__lse_put(c->lse + (f->b * c->h + i) * c->n + t0 + r, ls, MHA__LSE_SHIFT(c, t->slope, t0 + r));
+    }
+}
+
 /* Item `item` of step 2: head i = g grp + gi with gi = item / tiles, tile
    item % tiles (rows t0 .. t0+QR-1 of batch entry b), in scratch slot s:
    the tile's queries qt [QR][p_q], a block of scores or weights st
@@ -3190,11 +3250,9 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     float *qt = s, *st = qt + R * c->pq, *ot = st + R * KB, *pt = ot + R * pvr, *oc = pt + R * pvr;
     float *mx = oc + R * pvr, *l = mx + R, *lc = l + R, *aq = lc + R;
     const float vscale = f->vscale;
-    float *attn = c->attn ? c->attn + ((f->b * c->h + i) * c->n + t0) * m : NULL;
 #define MHA__TILE_SINK(r) mha__row_sink(c, i, t.slope, MHA__QPOS(c, t0 + (r)))
     size_t hi[MHA__QR], jend = 0, j0, cl, cp, r, j;
     int pass;
-    mha__gemm_args ga;
     mha__tile t;
     t.gi = gi;
     t.t0 = t0;
@@ -3205,16 +3263,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
     t.aq = aq;
     t.scale = MHA__ADDITIVE(c) ? 1.0f : c->scale;
     t.slope = MHA__SLOPE(c, i);
-
-    /* qt = the tile's queries of head i, 0 past the last row (mha_attend with RoPE: rotated here) */
-    for (r = 0; r < rv; ++r) mha__copy(qt + r * c->pq, q + r * qs, c->pq);
-    for (j = rv * c->pq; j < R * c->pq; ++j) qt[j] = 0.0f;
-    for (r = 0; r < rv && core && MHA__ROPE(c); ++r)
-        mha__rope(c, qt + r * c->pq, 1, 0, 0, mha__fast_qangles(f, t0 + r));
-    if (MHA__ADDITIVE(c)) { /* aq = A_q^(i) q_i for each row */
-        ga = mha__mm(R, c->pa, c->pq, qt, c->pq, f->paq + gi * MHA__UP(c->pa, MHA__NR) * c->pq, aq, c->pa);
-        mha__gemm(&ga);
-    }
+    mha__fast_tile_q(f, &t, qt, aq, q, qs); /* qt, (aq) */
 
     for (r = 0; r < R; ++r) { /* keys j < hi[r] may be visible to row r; a sink starts the max and sum */
         hi[r] = r < rv ? mha__visible(c->mask, f->b, row0 + r, t0 + r, m) : 0;
@@ -3262,21 +3311,7 @@ MHA__PRIVATE void mha__fast_tile(const mha__fast *f, size_t item, float *s) {
                                 is one with no key at all (m = 0) whatever its sink, NaN included */
         mha__vscale(ot + r * pvr, pvr, l[r] == 0.0f || m == 0 ? 0.0f : (vscale > 1.0f ? vscale : 1.0f) / l[r]);
     for (r = 0; r < rv; ++r) mha__copy(ho + r * hs, ot + r * pvr, c->pv); /* h_i of each row */
-    for (j0 = 0; attn && j0 < m; j0 += KB) { /* attn: e^(s - max) / sum, every key, from the final statistics */
-        cl = m - j0 < KB ? m - j0 : KB;
-        cp = MHA__UP(cl, MHA__VL);
-        mha__fast_scores(f, &t, j0, cl, st);
-        for (r = 0; r < rv; ++r) {
-            float *x = st + r * KB;
-            mha__softmax(x, cp, mx[r]);
-            mha__vscale(x, cp, l[r] == 0.0f ? 0.0f : 1.0f / l[r]); /* every key masked: 0 */
-            for (j = 0; j < cl; ++j) attn[r * m + j0 + j] = x[j];
-        }
-    }
-    for (r = 0; r < rv && MHA__LSE(c); ++r) { /* mha_forward_lse: each row's log-sum-exp */
-        const float ls[2] = {mx[r], l[r]};
-        mha__lse_put(c->lse + (f->b * c->h + i) * c->n + t0 + r, ls, MHA__LSE_SHIFT(c, t.slope, t0 + r));
-    }
+    mha__fast_tile_stats(f, &t, i, st, mx, l); /* attn, lse */
 }
 #undef MHA__TILE_SINK
 
@@ -4748,6 +4783,40 @@ MHA__PRIVATE void mha__zero(float *x, size_t n) {
     for (i = 0; i < n; ++i) x[i] = 0.0f;
 }
 
+/* Additive scoring's gradients from key j's score gradient ds in head i: into A_q^(i) q_i's
+   (daq), A_k^(i)'s and w_a^(i)'s (grads) and key j's projection's (dkp). */
+MHA__PRIVATE MHA__INLINE void mha__bwd_additive(const mha__ctx *c, const mha__bwd *B, size_t i, size_t j, float ds) {
+    const mha_grads *g = B->g;
+    const size_t pa = c->pa, pk = c->pk;
+    size_t a, e;
+    for (a = 0; a < pa; ++a) {
+        const float z = MHA_TANHF(B->aq[a] + B->ak[j * pa + a]), du = ds * c->w->a_v[i * pa + a] * (1.0f - z * z);
+        const float *ak = c->w->a_k + (i * pa + a) * pk;
+        if (g && g->a_v) g->a_v[i * pa + a] += ds * z;
+        B->daq[a] += du;
+        for (e = 0; e < pk; ++e) {
+            if (g && g->a_k) g->a_k[(i * pa + a) * pk + e] += du * B->kp[j * pk + e];
+            B->dkp[j * pk + e] += ak[e] * du;
+        }
+    }
+}
+
+/* From q_i's gradient (dqp [p_q]) of query row `row` (its input qt): W_q^(i)'s and b_q^(i)'s
+   gradients, and the query's (+= into dq). */
+MHA__PRIVATE MHA__INLINE void mha__bwd_wq(const mha__ctx *c, const mha__bwd *B, size_t i, size_t row, const float *qt) {
+    const mha_grads *g = B->g;
+    const size_t pq = c->pq;
+    const int type = MHA__WTYPE(c);
+    size_t a, e;
+    for (a = 0; a < pq; ++a) {
+        if (g && g->b_q) g->b_q[i * pq + a] += B->dqp[a];
+        for (e = 0; e < c->dq; ++e) {
+            if (g && g->w_q) g->w_q[(i * pq + a) * c->dq + e] += B->dqp[a] * qt[e];
+            if (B->dq) B->dq[row * c->dq + e] += mha__elt_f32(c->w->w_q, type, (i * pq + a) * c->dq + e) * B->dqp[a];
+        }
+    }
+}
+
 /* Step 2 for query row t of batch entry b, head i. */
 MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, size_t t, size_t i) {
     static const float one = 1.0f;
@@ -4812,16 +4881,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
         }
         for (a = 0; a < pv; ++a) B->dvp[j * pv + a] += B->pr[j] * B->dh[a];
         if (MHA__ADDITIVE(c)) {
-            for (a = 0; a < pa; ++a) {
-                const float z = MHA_TANHF(B->aq[a] + B->ak[j * pa + a]), du = ds * w->a_v[i * pa + a] * (1.0f - z * z);
-                const float *ak = w->a_k + (i * pa + a) * pk;
-                if (g && g->a_v) g->a_v[i * pa + a] += ds * z;
-                B->daq[a] += du;
-                for (e = 0; e < pk; ++e) {
-                    if (g && g->a_k) g->a_k[(i * pa + a) * pk + e] += du * B->kp[j * pk + e];
-                    B->dkp[j * pk + e] += ak[e] * du;
-                }
-            }
+            mha__bwd_additive(c, B, i, j, ds);
             continue;
         }
         for (a = 0; a < pk; ++a) {
@@ -4836,14 +4896,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
             B->dqp[e] += w->a_q[(i * pa + a) * pq + e] * B->daq[a];
         }
     if (MHA__ROPE(c)) mha__rope(c, B->dqp, 1, 0, -qpos, NULL); /* back through the rotation: its inverse */
-    /* through W_q^(i) */
-    for (a = 0; a < pq; ++a) {
-        if (g && g->b_q) g->b_q[i * pq + a] += B->dqp[a];
-        for (e = 0; e < c->dq; ++e) {
-            if (g && g->w_q) g->w_q[(i * pq + a) * c->dq + e] += B->dqp[a] * qt[e];
-            if (B->dq) B->dq[row * c->dq + e] += mha__elt_f32(w->w_q, type, (i * pq + a) * c->dq + e) * B->dqp[a];
-        }
-    }
+    mha__bwd_wq(c, B, i, row, qt); /* through W_q^(i) */
 }
 
 /* Step 3: x's gradient ([m][p] at dx, rows of the projection's weight
@@ -5101,42 +5154,22 @@ MHA__PRIVATE float mha__vdot(const float *x, const float *y, size_t len) {
 }
 
 /* Step 2 for head l of the group, query rows t0 .. t0+rv-1 of the chunk. */
-MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t rv) {
+/* Step 2's probabilities: S [rv][cl] of head l's rows t0 .. (in f->s) under the rules, then by
+   the pass: 1, each row's running max and sum (f->mx, f->l) only; 2, e^(s - mx) (with the
+   forward's statistics also their sum); 0 and 3, P, and each row's sink share (share [rv]). */
+MHA__PRIVATE MHA__NOINLINE void mha__bwf_probs(const mha__bwf *f, size_t l, size_t t0, size_t rv, float slope,
+                                             float *share) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
-    const mha__bwd *B = f->B;
-    const mha_grads *g = B->g;
     const mha_mask *mask = c->mask;
-    const size_t i = f->g * c->grp + l, pq = c->pq, pv = c->pv, m = c->m, mcp = f->mcp, cl = f->cl, j0 = f->j0;
+    const size_t i = f->g * c->grp + l, m = c->m, mcp = f->mcp, cl = f->cl, j0 = f->j0;
     const size_t row0 = f->b * c->n + t0, cp = MHA__UP(cl, MHA__VL), at = l * c->n + t0;
-    const float *xq = B->q + row0 * c->dq, *dout = B->dout + row0 * c->po;
-    float slope = 0.0f, sw = 0.0f, D[MHA__BR], share[MHA__BR];
-    int64_t d0 = 0;
-    size_t r, j;
-    mha__gemm_args ga;
-
-    /* Q [rv][p_q], rotated; dH [rv][p_v] (not in pass 1) */
-    ga = mha__mm(rv, pq, c->dq, xq, c->dq, f->wq, f->qp, pq);
-    ga.bias = c->w->b_q ? c->w->b_q + i * pq : NULL;
-    ga.tail = f->tail;
-    mha__gemm(&ga);
-    slope = MHA__SLOPE(c, i);
-    for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->qp + r * pq, 1, 0, MHA__QPOS(c, t0 + r), NULL);
-    if (f->pass != 1) {
-        mha__bwf_mm(f, rv, pv, c->po, dout, c->po, 0, c->w->w_o, MHA__WTYPE(c), i * pv, c->h * pv, 0, f->dh, pv, 0,
-                    NULL);
-    }
-
-    /* S [rv][cl] under the rules, then P (pass 1: the statistics only) */
-    ga = mha__mm(rv, cl, c->pk, f->qp, pq, f->kt, f->s, mcp);
-    ga.tail = f->tail;
-    mha__gemm(&ga);
+    size_t r;
     for (r = 0; r < rv; ++r) {
         float *x = f->s + r * mcp, sink = ninf, mx, sum;
         const size_t hi = mha__visible(mask, f->b, row0 + r, t0 + r, m);
         const size_t vis = hi <= j0 ? 0 : hi - j0 < cl ? hi - j0 : cl;
-        const int64_t qpos = MHA__QPOS(c, t0 + r);
-        d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
+        const int64_t qpos = MHA__QPOS(c, t0 + r), d0 = qpos - MHA__DREF(c, qpos) - (int64_t)j0;
         sink = mha__row_sink(c, i, slope, qpos);
         mha__fast_rules(c, x, vis, cp, mask && mask->keep ? mask->keep + (row0 + r) * m + j0 : NULL,
                         mask && mask->bias ? mask->bias + (row0 + r) * m + j0 : NULL, c->scale, slope, d0);
@@ -5163,6 +5196,57 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
         mha__vscale(x, cp, 1.0f / sum);
         share[r] = mha__weight(sink, mx) / sum; /* the sink's share of the row, for its gradient */
     }
+}
+
+/* Step 2's end for head i's rows t0 .. t0+rv-1 (inputs xq): dQ = dS K_c [rv][p_q], back through
+   RoPE, then through W_q^(i): d_queries, gW_q, gb_q. */
+MHA__PRIVATE MHA__NOINLINE void mha__bwf_dq(const mha__bwf *f, size_t i, size_t t0, size_t rv, const float *xq) {
+    const mha__ctx *c = f->c;
+    const mha__bwd *B = f->B;
+    const mha_grads *g = B->g;
+    const size_t pq = c->pq, mcp = f->mcp, cl = f->cl, row0 = f->b * c->n + t0;
+    size_t r;
+    mha__gemm_args ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+    for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->dqp + r * pq, 1, 0, -MHA__QPOS(c, t0 + r), NULL);
+    if (B->dq)
+        mha__bwf_mm(f, rv, c->dq, pq, f->dqp, pq, 0, c->w->w_q, MHA__WTYPE(c), i * pq * c->dq, c->dq, 0,
+                    B->dq + row0 * c->dq, c->dq, 1, NULL);
+    if (g && g->w_q)
+        mha__bwf_mm(f, pq, c->dq, rv, f->dqp, pq, 1, xq, MHA_F32, 0, c->dq, 0, g->w_q + i * pq * c->dq, c->dq, 1,
+                    NULL);
+    if (g) mha__colsum(g->b_q ? g->b_q + i * pq : NULL, f->dqp, rv, pq, pq);
+}
+
+MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t rv) {
+    const mha__ctx *c = f->c;
+    const mha__bwd *B = f->B;
+    const mha_grads *g = B->g;
+    const size_t i = f->g * c->grp + l, pq = c->pq, pv = c->pv, mcp = f->mcp, cl = f->cl, j0 = f->j0;
+    const size_t row0 = f->b * c->n + t0, at = l * c->n + t0;
+    const float *xq = B->q + row0 * c->dq, *dout = B->dout + row0 * c->po;
+    float slope = 0.0f, sw = 0.0f, D[MHA__BR], share[MHA__BR];
+    size_t r, j;
+    mha__gemm_args ga;
+
+    /* Q [rv][p_q], rotated; dH [rv][p_v] (not in pass 1) */
+    ga = mha__mm(rv, pq, c->dq, xq, c->dq, f->wq, f->qp, pq);
+    ga.bias = c->w->b_q ? c->w->b_q + i * pq : NULL;
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+    slope = MHA__SLOPE(c, i);
+    for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->qp + r * pq, 1, 0, MHA__QPOS(c, t0 + r), NULL);
+    if (f->pass != 1) {
+        mha__bwf_mm(f, rv, pv, c->po, dout, c->po, 0, c->w->w_o, MHA__WTYPE(c), i * pv, c->h * pv, 0, f->dh, pv, 0,
+                    NULL);
+    }
+
+    /* S [rv][cl] under the rules, then P (pass 1: the statistics only) */
+    ga = mha__mm(rv, cl, c->pk, f->qp, pq, f->kt, f->s, mcp);
+    ga.tail = f->tail;
+    mha__gemm(&ga);
+    mha__bwf_probs(f, l, t0, rv, slope, share);
     if (f->pass == 1) return;
 
     /* dP = dH V_c^T [rv][cl]; D (pass 2: added up and kept) */
@@ -5211,18 +5295,7 @@ MHA__PRIVATE void mha__bwf_block(const mha__bwf *f, size_t l, size_t t0, size_t 
     }
     mha__bwf_mm(f, pv, cl, rv, f->dh, pv, 1, f->s, MHA_F32, 0, mcp, 0, f->dvc, mcp, 1, NULL);
     mha__bwf_mm(f, c->pk, cl, rv, f->qp, pq, 1, f->ds, MHA_F32, 0, mcp, 0, f->dkc, mcp, 1, NULL);
-    ga = mha__mm(rv, pq, cl, f->ds, mcp, f->kn, f->dqp, pq);
-    ga.tail = f->tail;
-    mha__gemm(&ga);
-    for (r = 0; r < rv && MHA__ROPE(c); ++r) mha__rope(c, f->dqp + r * pq, 1, 0, -MHA__QPOS(c, t0 + r), NULL);
-    /* through W_q^(i): d_queries, gW_q, gb_q */
-    if (B->dq)
-        mha__bwf_mm(f, rv, c->dq, pq, f->dqp, pq, 0, c->w->w_q, MHA__WTYPE(c), i * pq * c->dq, c->dq, 0,
-                    B->dq + row0 * c->dq, c->dq, 1, NULL);
-    if (g && g->w_q)
-        mha__bwf_mm(f, pq, c->dq, rv, f->dqp, pq, 1, xq, MHA_F32, 0, c->dq, 0, g->w_q + i * pq * c->dq, c->dq, 1,
-                    NULL);
-    if (g) mha__colsum(g->b_q ? g->b_q + i * pq : NULL, f->dqp, rv, pq, pq);
+    mha__bwf_dq(f, i, t0, rv, xq);
 }
 
 /* Step 1 for keys j0 .. j0+cl-1 of the pass's batch entry and kv head: K_c
