@@ -2562,7 +2562,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__gemm_edge(mha__kern kern, mha__kern kern1, 
 
 /* The GEMM's last rh rows from r0 one at a time (decoding: a row or a few), K block k0 of kl
    (B's rows from bo; the bias with the last block). */
-MHA__PRIVATE MHA__NOINLINE void mha__gemm_rows1(const mha__gemm_args *g, const float *a, size_t lda, size_t r0,
+MHA__PRIVATE MHA__INLINE void mha__gemm_rows1(const mha__gemm_args *g, const float *a, size_t lda, size_t r0,
                                                 size_t rh, size_t kl, size_t bo, int acc, int last) {
     size_t r, q, cw;
     for (r = 0; r < rh; ++r)
@@ -3988,6 +3988,18 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
     for (b = 0; b < c->batch; ++b) c->cache->length[b] += (int32_t)c->m;
     MHA__CLEAN();
 }
+
+/* A checked decoding call kept in the workspace: when it takes the fast path, decoded here and 1
+   returned; else 0, for the reference steps. The call state comes back to this frame first, so
+   that the fast decode has the whole workspace for its parts. */
+MHA__PRIVATE MHA__NOINLINE int mha__decode_fast(void *workspace) {
+    mha__ctx c = *(const mha__ctx *)(const void *)mha__align(workspace);
+    if (!c.fast || !mha__dec_fits(&c)) return 0;
+    mha__fast_decode(&c, mha__align(workspace));
+    return 1;
+}
+#else
+#define mha__decode_fast(workspace) 0
 #endif /* MHA_FAST */
 
 /* ---- the door: entries, the checks that need the call, the dispatcher ------ */
@@ -4038,8 +4050,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
 #define MHA__KEEP_REF(c, workspace) \
     (mha__layout(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + sizeof *(c))), MHA__RUN)
 #if MHA_FAST /* the fast stages keep their own parts: the state alone, copied as a struct */
-#define MHA__KEEP(c, workspace) \
-    ((c)->fast && !(c)->cache ? (*(mha__ctx *)(void *)mha__align(workspace) = *(c), MHA__RUN) : MHA__KEEP_REF(c, workspace))
+#define MHA__KEEP(c, workspace)                                                                             \
+    ((c)->fast && (!(c)->cache || mha__dec_fits(c)) ? (*(mha__ctx *)(void *)mha__align(workspace) = *(c), MHA__RUN) \
+                                                    : MHA__KEEP_REF(c, workspace))
 #else
 #define MHA__KEEP(c, workspace) MHA__KEEP_REF(c, workspace)
 #endif
@@ -4204,12 +4217,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     for (b = 0; b < c.batch; ++b)
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? MHA__POS_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
-#if MHA_FAST
-    if (c.fast && mha__dec_fits(&c)) {
-        mha__fast_decode(&c, mha__align(workspace));
-        return MHA_OK;
-    }
-#endif
     return MHA__KEEP(&c, workspace);
 }
 
@@ -4414,6 +4421,7 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__appended(mha_status status, void *wor
    the three are siblings on its stack. */
 MHA__PRIVATE MHA__INLINE mha_status mha__decode_steps(int st, void *workspace) {
     if (st != MHA__RUN) return (mha_status)st;
+    if (mha__decode_fast(workspace)) return MHA_OK; /* the fast path's decode, all steps */
     return mha__appended(mha__compute_cache(mha__append(st, workspace), workspace), workspace);
 }
 
