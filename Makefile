@@ -393,12 +393,19 @@ ifeq ($(shell uname -m),x86_64)
 FUZZUNITS = "sh tests/if_cpu.sh avx2,fma sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_avx2 $(BUILD)/fuzz_corpus_avx2 $(FUZZ_SECONDS)" \
             "sh tests/if_cpu.sh avx512f,fma sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_avx512 $(BUILD)/fuzz_corpus_avx512 $(FUZZ_SECONDS)"
 endif
-fuzz-fast: | $(BUILD)
-	$(FUZZFAST) -DMHA_NO_SIMD=1 -o $(BUILD)/fuzz_fast_portable
+FUZZDEP = $(REPLAY) tests/fuzz/predicate.h tests/test_hooks.h mha.h
+$(BUILD)/fuzz_fast_portable: $(FUZZDEP) | $(BUILD)
+	$(FUZZFAST) -DMHA_NO_SIMD=1 -o $@
+$(BUILD)/fuzz_fast_avx2: $(FUZZDEP) | $(BUILD)
+	$(FUZZFAST) -mavx2 -mfma -o $@
+$(BUILD)/fuzz_fast_avx512: $(FUZZDEP) | $(BUILD)
+	$(FUZZFAST) -mavx512f -mfma -o $@
+FUZZBINS = $(BUILD)/fuzz_fast_portable
 ifeq ($(shell uname -m),x86_64)
-	$(FUZZFAST) -mavx2 -mfma -o $(BUILD)/fuzz_fast_avx2
-	$(FUZZFAST) -mavx512f -mfma -o $(BUILD)/fuzz_fast_avx512
+FUZZBINS += $(BUILD)/fuzz_fast_avx2 $(BUILD)/fuzz_fast_avx512
 endif
+fuzz-fast: | $(BUILD)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZBINS)
 	for u in portable avx2 avx512; do rm -rf $(BUILD)/fuzz_corpus_$$u && mkdir -p $(BUILD)/fuzz_corpus_$$u && \
 	    cp $(CORPUS) $(BUILD)/fuzz_corpus_$$u/; done
 	@RUN_JOBS=$(JOBS) sh tests/run.sh "sh tests/fuzz/run_fuzz.sh $(BUILD)/fuzz_fast_portable $(BUILD)/fuzz_corpus_portable $(FUZZ_SECONDS)" \
