@@ -2421,6 +2421,15 @@ MHA__PRIVATE void mha__bf_rows(uint32_t *ap, const float *a, size_t lda, size_t 
         }
     }
 }
+/* o[l] for l < VL = the bf16 pair (a[l] low, b[l] high), each rounded (RNE): two rows of keys as
+   the pairs that vdpbf16ps takes. */
+MHA__PRIVATE MHA__INLINE void mha__vbf_pair(uint32_t *o, const float *a, const float *b) {
+    __m512i e = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(mha__vload(a)));
+    __m512i d = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(mha__vload(b)));
+    _mm512_storeu_si512((void *)o, _mm512_or_si512(e, _mm512_slli_epi32(d, 16)));
+}
+/* Asks for the cache line at p ahead of its use. */
+#define mha__prefetch(p) _mm_prefetch((const char *)(const void *)(p), _MM_HINT_T0)
 #else
 #define MHA__BFDP 0
 #define MHA__BF(c) 0
@@ -2614,8 +2623,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
             if (g->bf) { /* the block's rows rounded into pairs, padded to MR; the next block's asked for */
                 mha__bf_rows(ap, a, lda, rh, kl);
                 for (r = r0 + MHA__MR; r < g->rows && r < r0 + 2 * MHA__MR; ++r)
-                    for (j = 0; j < kl; j += MHA__VL)
-                        _mm_prefetch((const char *)(const void *)(g->a + r * g->lda + k0 + j), _MM_HINT_T0);
+                    for (j = 0; j < kl; j += MHA__VL) mha__prefetch(g->a + r * g->lda + k0 + j);
                 a = (const float *)(const void *)ap;
                 lda = kk;
             }
@@ -2925,11 +2933,8 @@ MHA__PRIVATE void mha__fast_vbf(void *arg, int32_t block) {
         const float *v = f->vt + q * f->mr * MHA__NR;
         uint32_t *o = (uint32_t *)(void *)(f->vb + q * (f->mr / 2) * MHA__NR);
         for (j = j0; j < end; j += 2) /* keys j, j+1 (mr is even) */
-            for (l = 0; l < MHA__NR; l += MHA__VL) {
-                __m512i e = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(mha__vload(v + j * MHA__NR + l)));
-                __m512i d = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(mha__vload(v + (j + 1) * MHA__NR + l)));
-                _mm512_storeu_si512((void *)(o + j / 2 * MHA__NR + l), _mm512_or_si512(e, _mm512_slli_epi32(d, 16)));
-            }
+            for (l = 0; l < MHA__NR; l += MHA__VL)
+                mha__vbf_pair(o + j / 2 * MHA__NR + l, v + j * MHA__NR + l, v + (j + 1) * MHA__NR + l);
     }
 }
 #endif
