@@ -1764,7 +1764,8 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
    the output. A sink (-inf: none) counts in the max and, last, in the sum,
    and has no value. The values have element type vtype (a cache's). */
 MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, int vtype, size_t vst, size_t pv,
-                                          float *ho, float *st, float sink) {
+                                          float *ho, float *st /* NULL, or [2]: the row's max and sum
+                                                                  (mha_forward_lse) */, float sink) {
     static const float one = 1.0f; /* the sum is a dot product with ones (stride 0) */
     float mx = -(FLT_MAX * 2.0f), sum;
     size_t j, a;
@@ -2569,10 +2570,10 @@ MHA__PRIVATE MHA__NOINLINE void mha__gemm_edge(mha__kern kern, mha__kern kern1, 
         for (j = 0; j < cw; ++j) c[r * ldc + j] = t[r * MHA__NR + j];
 }
 
-/* The GEMM's last rh rows from r0 one at a time (decoding: a row or a few), K block k0 of kl
-   (B's rows from bo; the bias with the last block). */
+/* The GEMM's last rh rows from r0 one at a time (decoding: a row or a few), for a K block of kl
+   (A's rows a, stride lda; B's from its row bo; the bias with the last block). */
 MHA__PRIVATE MHA__INLINE void mha__gemm_rows1(const mha__gemm_args *g, const float *a, size_t lda, size_t r0,
-                                                size_t rh, size_t kl, size_t bo, int acc, int last) {
+                                              size_t rh, size_t kl, size_t bo, int acc, int last) {
     size_t r, q, cw;
     for (r = 0; r < rh; ++r)
         for (q = 0; q * MHA__NR < g->cols; ++q) {
