@@ -3999,8 +3999,9 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
    returned; else 0, for the reference steps. The call state comes back to this frame first, so
    that the fast decode has the whole workspace for its parts. */
 MHA__PRIVATE MHA__NOINLINE int mha__decode_fast(void *workspace) {
-    mha__ctx c = *(const mha__ctx *)(const void *)mha__align(workspace);
-    if (!c.fast || !mha__dec_fits(&c)) return 0;
+    mha__ctx c;
+    if (!((const mha__ctx *)(const void *)mha__align(workspace))->fast) return 0;
+    c = *(const mha__ctx *)(const void *)mha__align(workspace);
     mha__fast_decode(&c, mha__align(workspace));
     return 1;
 }
@@ -4018,9 +4019,9 @@ MHA__PRIVATE size_t mha__bytes(const mha__ctx *c) {
     size_t bytes = mha__layout(c, NULL);
     mha__fast f;
     if (!c->fast || bytes == SIZE_MAX) return bytes;
-    if (c->cache) {
+    if (c->cache) { /* (c->fast: mha__dec_fits, see mha__enter_cache) */
         mha__dec d;
-        return mha__dec_fits(c) ? mha__fast_decode_layout(&d, c, NULL) : bytes;
+        return mha__fast_decode_layout(&d, c, NULL);
     }
     /* the fast state and its parts follow the call state */
     return mha__add(mha__fast_layout(&f, c, NULL), MHA_WORKSPACE_STATE + MHA__FAST_SELF);
@@ -4056,9 +4057,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__check(const mha__ctx *c, size_t bytes, size_
 #define MHA__KEEP_REF(c, workspace) \
     (mha__layout(c, (size_t *)(void *)((unsigned char *)mha__align(workspace) + sizeof *(c))), MHA__RUN)
 #if MHA_FAST /* the fast stages keep their own parts: the state alone, copied as a struct */
-#define MHA__KEEP(c, workspace)                                                                             \
-    ((c)->fast && (!(c)->cache || mha__dec_fits(c)) ? (*(mha__ctx *)(void *)mha__align(workspace) = *(c), MHA__RUN) \
-                                                    : MHA__KEEP_REF(c, workspace))
+#define MHA__KEEP(c, workspace) \
+    ((c)->fast ? (*(mha__ctx *)(void *)mha__align(workspace) = *(c), MHA__RUN) : MHA__KEEP_REF(c, workspace))
 #else
 #define MHA__KEEP(c, workspace) MHA__KEEP_REF(c, workspace)
 #endif
@@ -4215,6 +4215,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     c.cache = cache;
 #if MHA_FAST
     if ((st = mha__fast_call(&c, fast, pfor, user)) != MHA_OK) return st;
+    c.fast = c.fast && mha__dec_fits(&c); /* the path, decided once: the fast decode or the reference steps */
 #endif
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
@@ -5568,7 +5569,7 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
     if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, t, t) != MHA_OK || capacity < 1)
         return 0;
 #if MHA_FAST
-    c.fast = fast;
+    c.fast = fast && mha__dec_fits(&c); /* as mha__enter_cache decides */
 #else
     (void)fast;
 #endif
