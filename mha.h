@@ -1706,17 +1706,17 @@ MHA__PRIVATE MHA__NOINLINE void mha__project(const mha__ctx *c, int which, const
 
 #if !MHA_NO_ADDITIVE
 /* The additive score of head i for one key: w_a^(i) . tanh(A_q^(i) q_i + A_k^(i) k_j),
-   A_q^(i) q_i in MHA__AQ, A_k^(i) k_j at akj (kept out of line: tanh's frame
+   A_q^(i) q_i at aq, A_k^(i) k_j at akj (kept out of line: tanh's frame
    would otherwise sit in mha__scores's). */
-MHA__PRIVATE MHA__NOINLINE float mha__additive(const mha__ctx *c, size_t i, const float *akj) {
+MHA__PRIVATE MHA__NOINLINE float mha__additive(const mha__ctx *c, size_t i, const float *aq, const float *akj) {
     const float *wa = c->w->a_v + i * c->pa;
     float s = 0.0f;
     size_t a;
-    for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(MHA__PART(c, MHA__AQ)[a] + akj[a]);
+    for (a = 0; a < c->pa; ++a) s += wa[a] * MHA_TANHF(aq[a] + akj[a]);
     return s;
 }
 #else /* compiled out: MHA__ADDITIVE(c) is 0, and the calls behind it fold away */
-#define mha__additive(c, i, akj) ((void)(akj), 0.0f)
+#define mha__additive(c, i, aq, akj) ((void)(i), (void)(aq), (void)(akj), 0.0f)
 #endif
 
 /* The attention rules, one home for both paths.
@@ -1784,23 +1784,28 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
     for (a = 0; a < pv; ++a) ho[a] = mha__dot_t(sc, mha__elt(v, vtype, a), vtype, vst, m, 1);
 }
 
-/* The reference path's attention kernel: one query row of head i (its
-   projection in MHA__QP, for additive scoring A_q^(i) q_i in MHA__AQ)
-   against a range of key slots under the rules above, into r->sc, which it
-   returns. It is inlined into its two set-ups, mha__attend (the forward's
-   keys) and mha__attend_cache (a cache's slots), whose callers then pool
-   the scores: the two frames are siblings on the stack, not nested. Slot j holds position base + j, or base + cap + j
-   below slot s0: the forward's key j (base = s0 = 0), or a cache's ring
+/* The reference path's attention kernel, the one place where it applies
+   the rules to a row: one query row of head i against a range of key slots,
+   into r->sc, which it returns. It is inlined into its set-ups, whose
+   callers then pool the scores (mha__pool): mha__attend (the forward's
+   keys), mha__attend_cache (a cache's slots: the reference decode, and the
+   fast decode's rows computed again) and mha__bwd_row (the backward's
+   recomputation of a row); the set-up's and the pool's frames are siblings
+   on the stack, not nested. Slot j holds position base + j, or base + cap
+   + j below slot s0: the forward's key j (base = s0 = 0), or a cache's ring
    slot (mha__slot_pos, with base and s0 from mha__ring). A slot is masked
    (-inf) outside the positions [lo, hi) the row sees or where keep is 0;
-   else its score (additive scoring: A_k^(i) k of slot j in MHA__AK at
-   (i cap + j) p_a), soft-cap and ALiBi at the distance from qpos, then the
-   bias. */
+   else its score (q . k times scale, or additive), soft-cap and ALiBi at
+   the distance from qpos, then the bias. */
 typedef struct mha__keys {
     const void *k;          /* slot j's key: element j p_k, of element type ktype */
+    const float *q;         /* the query row [p_q] */
+    const float *aq, *ak;   /* additive scoring: A_q^(i) q [p_a], and A_k^(i) k of slot j at j p_a */
     const uint8_t *keep;    /* NULL, or the row's keep [slots] */
     const float *bias;      /* NULL, or the row's bias [slots] */
     float *sc;              /* the row's scores [slots] */
+    float *raw;             /* NULL, or the scores before the soft-cap, ALiBi and the bias [slots] (the
+                               backward: the soft-cap's derivative; visible slots only) */
     size_t slots, cap;      /* the slots; the ring's capacity (the forward: m) */
     size_t base, s0;        /* the position map */
     size_t lo, hi;          /* the positions the row sees */
@@ -1816,22 +1821,67 @@ MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap) {
     r->base = first - r->s0;
 }
 MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r, float slope) {
-    const float *q = MHA__PART(c, MHA__QP) + i * c->pq;
     size_t j, pos;
     for (j = 0; j < r->slots; ++j) {
         float s = -(FLT_MAX * 2.0f);
         pos = r->base + j + (j < r->s0 ? r->cap : 0);
         if (pos >= r->lo && pos < r->hi && (!r->keep || r->keep[j])) {
             if (MHA__ADDITIVE(c))
-                s = mha__additive(c, i, MHA__PART(c, MHA__AK) + (i * r->cap + j) * c->pa);
+                s = mha__additive(c, i, r->aq, r->ak + j * c->pa);
             else
-                s = c->scale * mha__dot_t(q, mha__elt(r->k, r->ktype, j * c->pk), r->ktype, 1, c->pk, 0);
+                s = c->scale * mha__dot_t(r->q, mha__elt(r->k, r->ktype, j * c->pk), r->ktype, 1, c->pk, 0);
+            if (MHA__EXTRAS(c) && r->raw) r->raw[j] = s;
             if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, r->qpos - (int64_t)pos);
             if (r->bias) s += r->bias[j];
         }
         r->sc[j] = s;
     }
     return r->sc;
+}
+
+/* The scores of query t of batch entry b, head i, against the call's keys
+   (key j at position j) by mha__scores; returns them. */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i, float slope) {
+    const mha_mask *mask = c->mask;
+    const size_t m = c->m, row = b * c->n + t;
+    mha__keys r;
+    r.k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
+    r.q = MHA__PART(c, MHA__QP) + i * c->pq;
+    r.aq = MHA__PART(c, MHA__AQ);
+    r.ak = MHA__PART(c, MHA__AK) + i * m * c->pa;
+    r.raw = NULL;
+    r.keep = mask && mask->keep ? mask->keep + row * m : NULL;
+    r.bias = mask && mask->bias ? mask->bias + row * m : NULL;
+    r.sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
+    r.slots = r.cap = m;
+    r.base = r.s0 = r.lo = 0;
+    r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
+    r.ktype = MHA_F32;
+    r.qpos = MHA__QPOS(c, t) - MHA__DREF(c, MHA__QPOS(c, t));
+    return mha__scores(c, i, &r, slope);
+}
+/* The scores sc [slots] of new query t (q [p_q]) of batch entry b, head i,
+   of a decoding call against the cache's slots in use (kv head i / grp), e
+   positions appended (the new ones included), by mha__scores; returns them.
+   Additive scoring (the reference decode only): A_q^(i) q in MHA__AQ,
+   A_k^(i) K in MHA__AK. */
+MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
+                                                    float slope, const float *q, float *sc) {
+    mha__keys r;
+    r.k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pk);
+    r.q = q;
+    r.aq = MHA__ADDITIVE(c) ? MHA__PART(c, MHA__AQ) : NULL;
+    r.ak = MHA__ADDITIVE(c) ? MHA__PART(c, MHA__AK) + i * c->ms * c->pa : NULL;
+    r.raw = NULL;
+    r.keep = NULL;
+    r.bias = NULL;
+    r.sc = sc;
+    r.slots = e < c->ms ? e : c->ms;
+    mha__ring(&r, e, c->ms);
+    mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
+    r.ktype = MHA__CTYPE(c);
+    r.qpos = (int64_t)(e - c->n + t); /* P */
+    return mha__scores(c, i, &r, slope);
 }
 
 /* ---- fast path (MHA_FAST) --------------------------------------------------
@@ -3906,28 +3956,21 @@ MHA__PRIVATE void mha__dec_merge(void *arg, int32_t task) {
 
 /* After the merge, on the calling thread: each row of batch entry b, kv
    head g whose result is not finite, computed again by the reference's
-   rules (scores, then mha__pool: max, weights, sum, the skips). */
+   kernel (mha__attend_cache's scores, then mha__pool: max, weights, sum,
+   the skips). */
 MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
     const mha__ctx *c = f->c;
-    const float ninf = -(FLT_MAX * 2.0f);
-    size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, r, a, j, lo, hi;
-    const void *K = mha__elt(c->cache->k, f->ct, (b * c->kv + g) * c->ms * c->pk);
+    size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, r, a;
     for (r = 0; r < f->rows; ++r) {
         size_t i = g * c->grp + r / c->n, tt = r % c->n;
-        float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv, *x = f->scr;
+        float *h = f->cat + ((b * c->n + tt) * c->h + i) * c->pv;
         const float *q = f->q + ((b * c->kv + g) * f->rows + r) * c->pq;
         int bad = 0;
         for (a = 0; a < c->pv; ++a) bad |= !(h[a] - h[a] == 0.0f);
         if (!bad) continue;
-        mha__decode_sees(e, c->n, r % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
-        for (j = 0; j < used; ++j) {
-            size_t pos = mha__slot_pos(j, e, c->ms);
-            x[j] = pos < lo || pos >= hi ? ninf : c->scale * mha__dot_t(q, mha__elt(K, f->ct, j * c->pk), f->ct, 1, c->pk, 0);
-            if (pos >= lo && pos < hi && MHA__EXTRAS(c))
-                x[j] = mha__extras(c, x[j], MHA__SLOPE(c, i), (int64_t)hi - 1 - (int64_t)pos);
-        }
-        mha__pool(x, used, mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv, h,
-                  NULL, mha__row_sink(c, i, 0.0f, 0));
+        mha__pool(mha__attend_cache(c, b, tt, i, e, MHA__SLOPE(c, i), q, f->scr), used,
+                  mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv, h, NULL,
+                  mha__row_sink(c, i, 0.0f, 0));
     }
 }
 
@@ -4256,40 +4299,6 @@ MHA__PRIVATE void mha__ref_project(const mha__ctx *c, size_t b, size_t t) {
     }
     if (MHA__ROPE(c)) mha__rope(c, MHA__PART(c, MHA__QP), c->h, c->pq, MHA__QPOS(c, t), NULL); /* (not mha_head) */
 }
-/* The scores of query t of batch entry b, head i, against the call's keys
-   (key j at position j) by mha__scores; returns them. */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_t t, size_t i, float slope) {
-    const mha_mask *mask = c->mask;
-    const size_t m = c->m, row = b * c->n + t;
-    mha__keys r;
-    r.k = MHA__PART(c, MHA__KP) + i / c->grp * m * c->pk;
-    r.keep = mask && mask->keep ? mask->keep + row * m : NULL;
-    r.bias = mask && mask->bias ? mask->bias + row * m : NULL;
-    r.sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
-    r.slots = r.cap = m;
-    r.base = r.s0 = r.lo = 0;
-    r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
-    r.ktype = MHA_F32;
-    r.qpos = MHA__QPOS(c, t) - MHA__DREF(c, MHA__QPOS(c, t));
-    return mha__scores(c, i, &r, slope);
-}
-/* The scores of new query t of batch entry b, head i, of a decoding call
-   against the cache's slots in use (kv head i / grp), e positions appended
-   (the new ones included), by mha__scores; returns them. */
-MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i,
-                                                    size_t e, float slope) {
-    mha__keys r;
-    r.k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pk);
-    r.keep = NULL;
-    r.bias = NULL;
-    r.sc = MHA__PART(c, MHA__SC);
-    r.slots = e < c->ms ? e : c->ms;
-    mha__ring(&r, e, c->ms);
-    mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
-    r.ktype = MHA__CTYPE(c);
-    r.qpos = (int64_t)(e - c->n + t); /* P */
-    return mha__scores(c, i, &r, slope);
-}
 MHA__PRIVATE void mha__ref_attend(const mha__ctx *c, size_t b, size_t t) {
     size_t i;
     for (i = 0; i < c->h; ++i) { /* (A_q^(i) q_i [p_a]), the scores [m], h_i [p_v] */
@@ -4370,7 +4379,9 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                 if (MHA__ADDITIVE(c))
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
-                mha__pool(mha__attend_cache(c, b, t, i, e, MHA__SLOPE(c, i)), slots,
+                mha__pool(mha__attend_cache(c, b, t, i, e, MHA__SLOPE(c, i), MHA__PART(c, MHA__QP) + i * c->pq,
+                                            MHA__PART(c, MHA__SC)),
+                          slots,
                           mha__elt(c->cache->v, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pv),
                           MHA__CTYPE(c), c->pv, c->pv, MHA__PART(c, MHA__CAT) + i * c->pv, NULL,
                           mha__row_sink(c, i, 0.0f, 0));
@@ -4834,51 +4845,39 @@ MHA__PRIVATE MHA__INLINE void mha__bwd_wq(const mha__ctx *c, const mha__bwd *B, 
 
 /* Step 2 for query row t of batch entry b, head i. */
 MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *B, size_t b, size_t t, size_t i) {
-    static const float one = 1.0f;
-    const float ninf = -(FLT_MAX * 2.0f);
     const mha_weights *w = c->w;
     const mha_grads *g = B->g;
     const mha_mask *mask = c->mask;
     const int type = MHA__WTYPE(c);
     const size_t m = c->m, pq = c->pq, pk = c->pk, pv = c->pv, pa = c->pa, hp = c->h * c->pv, row = b * c->n + t;
     const float *qt = B->q + row * c->dq, *dot = B->dout + row * c->po;
-    const uint8_t *keep = mask && mask->keep ? mask->keep + row * m : NULL;
-    const float *bias = mask && mask->bias ? mask->bias + row * m : NULL;
-    const size_t hi = mha__visible(mask, b, row, t, m);
     const float slope = MHA__SLOPE(c, i), cap = MHA__CAP(c);
-    const int64_t qpos = MHA__QPOS(c, t), d0 = qpos - MHA__DREF(c, qpos);
+    const int64_t qpos = MHA__QPOS(c, t);
     const float sink = mha__row_sink(c, i, slope, qpos); /* -inf: none */
-    float mx = sink, sum, sw = 0.0f, D, ds, s;
+    float st[2] = {0.0f, 0.0f}, sw, D, ds, s;
     size_t j, a, e, o;
-    /* the row forward: q (rotated at the row's position), the scores (raw: before the soft-cap), P */
+    mha__keys r;
+    /* the row forward: q (rotated at the row's position), the scores by the reference's kernel (raw:
+       before the soft-cap), then P (normalised in place) and h by its pool, with the sink's share sw */
     mha__project(c, MHA__PROJ_Q, qt, 1, i * pq, B->qp);
     if (MHA__ROPE(c)) mha__rope(c, B->qp, 1, 0, qpos, NULL);
     if (MHA__ADDITIVE(c)) mha__project(c, MHA__PROJ_AQ, B->qp, 1, i * pa, B->aq);
-    for (j = 0; j < m; ++j) {
-        s = ninf;
-        B->raw[j] = 0.0f;
-        if (j < hi && (!keep || keep[j])) {
-            if (MHA__ADDITIVE(c))
-                for (s = 0.0f, a = 0; a < pa; ++a) s += w->a_v[i * pa + a] * MHA_TANHF(B->aq[a] + B->ak[j * pa + a]);
-            else
-                s = c->scale * mha__dot(B->qp, B->kp + j * pk, 1, pk, 0);
-            B->raw[j] = s;
-            if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, d0 - (int64_t)j);
-            if (bias) s += bias[j];
-        }
-        B->pr[j] = s;
-        if (s > mx || s != s) mx = s;
-    }
-    for (j = 0; j < m; ++j) B->pr[j] = mha__weight(B->pr[j], mx);
-    sum = mha__dot(B->pr, &one, 0, m, 0);
-    if (sink != ninf) sum += sw = mha__weight(sink, mx);
-    if (sum == 0.0f) sum = 1.0f; /* every key masked */
-    for (j = 0; j < m; ++j) B->pr[j] /= sum;
-    sw /= sum;
-    for (a = 0; a < pv; ++a) {
-        B->ho[a] = mha__dot(B->pr, B->vp + a, pv, m, 1);
-        B->dh[a] = mha__dot_t(dot, mha__elt(w->w_o, type, i * pv + a), type, hp, c->po, 0);
-    }
+    r.k = B->kp;
+    r.q = B->qp;
+    r.aq = B->aq;
+    r.ak = B->ak;
+    r.keep = mask && mask->keep ? mask->keep + row * m : NULL;
+    r.bias = mask && mask->bias ? mask->bias + row * m : NULL;
+    r.sc = B->pr;
+    r.raw = B->raw;
+    r.slots = r.cap = m;
+    r.base = r.s0 = r.lo = 0;
+    r.hi = mha__visible(mask, b, row, t, m);
+    r.ktype = MHA_F32;
+    r.qpos = qpos - MHA__DREF(c, qpos);
+    mha__pool(mha__scores(c, i, &r, slope), m, B->vp, MHA_F32, pv, pv, B->ho, st, sink);
+    sw = mha__weight(sink, st[0]) / (st[1] == 0.0f ? 1.0f : st[1]); /* (st: not written without extras, no sink) */
+    for (a = 0; a < pv; ++a) B->dh[a] = mha__dot_t(dot, mha__elt(w->w_o, type, i * pv + a), type, hp, c->po, 0);
     /* the output projection's gradients */
     for (o = 0; g && g->w_o && o < c->po; ++o)
         for (a = 0; a < pv; ++a) g->w_o[o * hp + i * pv + a] += dot[o] * B->ho[a];
