@@ -3118,11 +3118,13 @@ MHA__PRIVATE void mha__fast_extras(const mha__ctx *c, float *x, size_t len, floa
 #define mha__fast_extras(c, x, len, scale, slope, d0) ((void)(c), (void)(x), (void)(slope), (void)(d0))
 #endif
 
-/* The rules on a row's block of scores x[0..cp) (cp a multiple of VL), of
-   which the first vis are in the row's visible range: times scale, then
-   (soft-cap and ALiBi, d0 as mha__fast_extras takes it,) keep's masked keys
-   -inf and bias added; -inf past vis. keep and bias: the row's, at the
-   block's first key, or NULL. */
+/* The fast path's one place for the rules on a row: its block of scores
+   x[0..cp), of which the first vis are in the row's visible range: times
+   scale (1: already), then (soft-cap and ALiBi, d0 as mha__fast_extras
+   takes it,) keep's masked keys -inf and bias added; -inf past vis. keep
+   and bias: the row's, at the block's first key, or NULL. The forward's
+   tiles (mha__fast_scores), the backward's (mha__bwf_probs) and decoding's
+   chunks (mha__fast_ring_rules) call it. */
 MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_t cp, const uint8_t *keep,
                                   const float *bias, float scale, float slope, int64_t d0) {
     const float ninf = -(FLT_MAX * 2.0f);
@@ -3132,10 +3134,38 @@ MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_
         for (; j < vis && (keep || bias); ++j) x[j] = keep && !keep[j] ? ninf : x[j] + (bias ? bias[j] : 0.0f);
         j = vis;
     }
+    if (!keep && !bias && scale == 1.0f) j = vis; /* nothing to do */
     if (!keep && !bias)
         for (; j + MHA__VL <= vis; j += MHA__VL) mha__vstore(x + j, mha__vmul(mha__vload(x + j), mha__vset(scale)));
     for (; j < vis; ++j) x[j] = keep && !keep[j] ? ninf : scale * x[j] + (bias ? bias[j] : 0.0f);
     for (; j < cp; ++j) x[j] = ninf;
+}
+
+/* Decoding's position map on the fast path: the rules (mha__fast_rules) on
+   a row's scores x[0..UP(cl, VL)) of cache slots j0 .. j0+cl-1 (already
+   times scale), e positions appended, the row seeing positions [lo, hi)
+   (ALiBi at its position hi - 1). The ring's slots from s0 on (its oldest
+   position) hold positions base + j, those before s0 base + cap + j: a
+   chunk is at most two runs of slots whose positions rise one by one, each
+   run's visible slots one range. */
+MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, size_t cl, size_t e, size_t lo,
+                                       size_t hi, float slope) {
+    const size_t cap = c->ms, first = e > cap ? e - cap : 0, s0 = first % cap, base = first - s0;
+    const size_t split = s0 < j0 ? j0 : s0 > j0 + cl ? j0 + cl : s0; /* slots [j0, split): base + cap + j */
+    size_t part, a, len, off, v0, v1, j;
+    for (part = 0; part < 2; ++part) {
+        a = part ? split : j0; /* the run's first slot, its length, and the position of slot 0 */
+        len = part ? j0 + cl - split : split - j0;
+        off = part ? base : base + cap;
+        v0 = lo > off + a ? lo - off - a : 0; /* its visible slots: a + v0 .. a + v1 - 1 */
+        v1 = hi > off + a ? hi - off - a : 0;
+        v0 = v0 < len ? v0 : len;
+        v1 = v1 < v0 ? v0 : v1 < len ? v1 : len;
+        for (j = 0; j < v0; ++j) x[a - j0 + j] = -(FLT_MAX * 2.0f);
+        mha__fast_rules(c, x + a - j0 + v0, v1 - v0, len - v0, NULL, NULL, 1.0f, slope,
+                        (int64_t)hi - 1 - (int64_t)(off + a + v0));
+    }
+    for (j = cl; j < MHA__UP(cl, MHA__VL); ++j) x[j] = -(FLT_MAX * 2.0f);
 }
 
 /* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
@@ -3830,7 +3860,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
     const void *K = mha__elt(c->cache->k, ct, (b * c->kv + g) * c->ms * c->pk);
     const void *V = mha__elt(c->cache->v, ct, (b * c->kv + g) * c->ms * c->pv);
     float *res = f->res + item * f->rows * f->pvs, out4[4 * MHA__V4];
-    size_t r, j, a, lo, hi, pos, whole = c->pv / (MHA__V4) * (MHA__V4), l;
+    size_t r, j, a, lo, hi, whole = c->pv / (MHA__V4) * (MHA__V4), l;
     cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
     for (r0 = 0; r0 < f->rows; r0 += MHA__DRB) {
         const float *q[4];
@@ -3840,22 +3870,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
-            if (MHA__EXTRAS(c)) { /* soft-cap; ALiBi at the row's position hi - 1 */
-                const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
-                if (e > c->ms) { /* a ring that wrapped: positions not in slot order, one at a time */
-                    mha__fast_extras(c, x, cl, 1.0f, 0.0f, 0);
-                    for (j = 0; j < cl && MHA__ALIBI(c); ++j)
-                        x[j] -= slope * (float)((int64_t)hi - 1 - (int64_t)mha__slot_pos(j0 + j, e, c->ms));
-                } else { /* slot j holds position j */
-                    mha__fast_extras(c, x, cl, 1.0f, slope, (int64_t)hi - 1 - (int64_t)j0);
-                }
-            }
-            if (lo > e - used || hi < e) /* not every position held is visible */
-                for (j = 0; j < cl; ++j) {
-                    pos = mha__slot_pos(j0 + j, e, c->ms);
-                    if (pos < lo || pos >= hi) x[j] = ninf;
-                }
-            for (j = cl; j < MHA__UP(cl, MHA__VL); ++j) x[j] = ninf;
+            mha__fast_ring_rules(c, x, j0, cl, e, lo, hi, MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n));
             mx = mha__rowmax(x, MHA__UP(cl, MHA__VL), ninf);
             sum = mx == ninf ? 0.0f : mha__softmax(x, MHA__UP(cl, MHA__VL), mx);
             if (mx == ninf)

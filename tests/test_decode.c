@@ -471,6 +471,50 @@ static void test_long(void) {
     CHECK(same, "mha_decode_parallel with tasks in reverse order equals mha_decode bit for bit (cache too)");
 }
 
+/* A long ring: 300 slots (two split-KV chunks where the build cuts them at
+   256 slots), filled three times over in chunks of tokens, so that its
+   oldest slot passes through both chunks; with RoPE, ALiBi, the soft-cap and
+   sinks at once: equal to the causal forward with the window's band. */
+static void test_long_ring(void) {
+    static const int32_t windows[2] = {300, 250}, chunks[2] = {1, 37};
+    int wi;
+    for (wi = 0; wi < 2; ++wi) {
+        mha_shape s = {0};
+        tu_problem p;
+        mha_cache c;
+        seq sq;
+        int32_t len = 0, at, cap = 300;
+        int ok = 1;
+        s.heads = 4;
+        s.kv_heads = 2;
+        s.d_q = s.d_k = s.d_v = 12;
+        s.p_q = s.p_k = 8;
+        s.p_v = 6;
+        s.p_o = 7;
+        s.rope_dim = 8;
+        s.alibi = 1;
+        s.softcap = 4.0f;
+        tu_problem_make(&p, &s, 1, 1, 1, 1);
+        tu_sinks(&p, 8);
+        memset(&c, 0, sizeof c);
+        c.window = windows[wi];
+        c.capacity = cap;
+        seq_make(&sq, &s, &p.w, 3 * cap, c.window);
+        c.k = tu_floats(mha_cache_bytes(&s, 1, cap) / sizeof(float), 0.0f);
+        c.v = (float *)c.k + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
+        c.length = &len;
+        for (at = 0; at < sq.len; at += chunks[wi]) {
+            int32_t t = sq.len - at < chunks[wi] ? sq.len - at : chunks[wi];
+            ok &= decode_chunk(&s, &p.w, &c, &sq, 1, at, t);
+        }
+        CHECK(ok && len == 3 * cap, "a ring of 300 slots, window %d, chunks of %d, RoPE, ALiBi, soft-cap, sinks: "
+              "equals the banded mask over %d tokens", (int)c.window, (int)chunks[wi], (int)sq.len);
+        seq_free(&sq);
+        free(c.k);
+        tu_problem_free(&p);
+    }
+}
+
 #endif
 
 /* ---- 16-bit weights and caches ---------------------------------------------- */
@@ -792,6 +836,7 @@ int main(void) {
     test_attend();
 #if !defined(TEST_DECODE_SMALL) || !TEST_DECODE_SMALL /* firmware targets: no long caches */
     test_long();
+    test_long_ring();
 #endif
     test_non_finite();
     test_16bit();
