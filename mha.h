@@ -4783,8 +4783,8 @@ MHADEF size_t mha_attend_workspace_size(const mha_shape *shape, int32_t batch, i
 }
 
 /* ---- training: the backward pass (reference) -------------------------------
-   mha_backward recomputes the forward a query row at a time, under the same
-   rules (mha__visible, mha__extras, mha__weight, the sink), and sends the
+   mha_backward recomputes the forward a query row at a time by the
+   reference's kernel (mha__scores, mha__pool: the same rules), and sends the
    gradient back through it. For batch entry b and kv head g:
      1. K_g [m][p_k] and V_g [m][p_v] projected; their gradients dK_g, dV_g
         from 0;
