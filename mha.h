@@ -791,6 +791,19 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 #error "MHA_BF16_DOT must be 0 or 1"
 #endif
 
+/* MHA_NO_AMX 1: MHA_BF16_DOT's GEMMs never use AMX tiles, even where the CPU
+   and the OS allow them (default 0: used where they are). */
+#if defined(MHA_NO_AMX) && (0 - MHA_NO_AMX - 1) == 1 /* defined empty: 1 */
+#undef MHA_NO_AMX
+#define MHA_NO_AMX 1
+#endif
+#ifndef MHA_NO_AMX
+#define MHA_NO_AMX 0
+#endif
+#if MHA_NO_AMX != 0 && MHA_NO_AMX != 1
+#error "MHA_NO_AMX must be 0 or 1"
+#endif
+
 /* MHA_Q8_NO_DSP 1: the int8 path's plain C products also where the Cortex-M
    DSP extension or Helium (MVE) is (the tests' oracle build); default 0. */
 #if defined(MHA_Q8_NO_DSP) && (0 - MHA_Q8_NO_DSP - 1) == 1 /* defined empty: 1 */
@@ -2481,9 +2494,188 @@ MHA__PRIVATE MHA__INLINE void mha__vbf_pair(uint32_t *o, const float *a, const f
 }
 /* Asks for the cache line at p ahead of its use. */
 #define mha__prefetch(p) _mm_prefetch((const char *)(const void *)(p), _MM_HINT_T0)
+
+/* AMX tiles for the same GEMMs (x86-64 Linux, GNU C; MHA_NO_AMX 1: never).
+   Where the CPU has AMX-TILE and AMX-BF16, the OS keeps the tiles' state
+   (XCR0) and grants this process the tile data (arch_prctl
+   ARCH_REQ_XCOMP_PERM), a bf16 GEMM's MR x NR blocks go to mha__kernel_tiles
+   instead of mha__kernel_bf; asked once per process (mha__amx), and
+   nothing else changes: the same pairs of A and B, the same edges. A GEMM
+   loads the tile configuration (mha__tiles_begin) and releases the tiles
+   at its end. The tile operations are instructions, or a plain-C model of
+   them (mha__tm_*: rows of 64 bytes, TDPBF16PS's products of a pair added
+   one after the other to the float, rounded to nearest even, subnormals
+   flushed) that the tests run on any CPU with AVX512-BF16 through the same
+   kernel, and compare with the instructions where the CPU has them. */
+#if !MHA_NO_AMX && defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#define MHA__AMX 1
+/* -1: as the CPU allows (the default); 0: never; 1: the model; 2: the tiles (the tests set it) */
+static int mha__amx_use = -1;
+static int mha__amx_cpu; /* 0: not asked yet; 1: usable; -1: not */
+MHA__PRIVATE int mha__amx_ask(void) {
+    unsigned r[4], lo, hi;
+    long ret;
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(0u), "c"(0u));
+    if (r[0] < 7) return -1;
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(1u), "c"(0u));
+    if (!(r[2] >> 27 & 1)) return -1; /* no OSXSAVE: no XGETBV */
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(7u), "c"(0u));
+    if (!(r[3] >> 24 & 1) || !(r[3] >> 22 & 1)) return -1; /* AMX-TILE, AMX-BF16 */
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0u));
+    (void)hi;
+    if ((lo >> 17 & 3) != 3) return -1; /* XTILECFG, XTILEDATA */
+    /* arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 once granted */
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    return ret == 0 ? 1 : -1;
+}
+/* 0: mha__kernel_bf; 1: the model; 2: the tiles */
+MHA__PRIVATE int mha__amx(void) {
+    if (mha__amx_use >= 0) return mha__amx_use == 2 && mha__amx_ask() != 1 ? 0 : mha__amx_use;
+    if (!mha__amx_cpu) mha__amx_cpu = mha__amx_ask();
+    return mha__amx_cpu == 1 ? 2 : 0;
+}
+/* The configuration: tmm0, tmm1 the two halves of C (MR rows of 16 floats), tmm2 a step of A (MR rows of 16
+   pairs), tmm3, tmm4 the step's halves of B (16 rows of pairs, 16 columns): palette 1, then each tile's
+   bytes a row (from byte 16) and rows (from byte 48). */
+static const unsigned char mha__tile_rows[5] = {MHA__MR, MHA__MR, MHA__MR, 16, 16};
+MHA__PRIVATE void mha__tiles_config(unsigned char *cfg) {
+    size_t t;
+    for (t = 0; t < 64; ++t) cfg[t] = 0;
+    cfg[0] = 1;
+    for (t = 0; t < 5; ++t) {
+        cfg[16 + 2 * t] = 64;
+        cfg[48 + t] = mha__tile_rows[t];
+    }
+}
+/* The model's tiles, one set a thread. */
+static __thread unsigned char mha__tm[5][16][64];
+MHA__PRIVATE void mha__tm_load(int t, const void *p, size_t stride) {
+    size_t r, j;
+    for (r = 0; r < 16; ++r)
+        for (j = 0; j < 64; ++j) mha__tm[t][r][j] = r < mha__tile_rows[t] ? ((const unsigned char *)p)[r * stride + j] : 0;
+}
+MHA__PRIVATE void mha__tm_zero(int t) {
+    size_t r, j;
+    for (r = 0; r < 16; ++r)
+        for (j = 0; j < 64; ++j) mha__tm[t][r][j] = 0;
+}
+MHA__PRIVATE void mha__tm_store(int t, void *p, size_t stride) {
+    size_t r, j;
+    for (r = 0; r < mha__tile_rows[t]; ++r)
+        for (j = 0; j < 64; ++j) ((unsigned char *)p)[r * stride + j] = mha__tm[t][r][j];
+}
+MHA__PRIVATE float mha__tm_word(int t, size_t r, size_t w) { /* word w of row r as a float */
+    uint32_t u = 0;
+    size_t b;
+    for (b = 0; b < 4; ++b) u |= (uint32_t)mha__tm[t][r][4 * w + b] << (8 * b);
+    return mha__from_bits(u);
+}
+MHA__PRIVATE float mha__tm_bf(int t, size_t r, size_t h) { /* bf16 h of row r, subnormals 0 */
+    uint32_t u = (uint32_t)mha__tm[t][r][2 * h] << 16 | (uint32_t)mha__tm[t][r][2 * h + 1] << 24;
+    return mha__from_bits((u & 0x7f800000u) ? u : u & 0x80000000u);
+}
+MHA__PRIVATE float mha__tm_ftz(float x) { /* a subnormal to a zero of its sign */
+    const uint32_t u = mha__bits(x);
+    return mha__from_bits((u & 0x7f800000u) ? u : u & 0x80000000u);
+}
+/* tmm c += tmm a . tmm b: for each row m, pair k, column n, the products of the pair's even and then
+   its odd halves each added to the float (fused: one rounding each) */
+MHA__PRIVATE void mha__tm_dp(int c, int a, int b) {
+    size_t m, k, n, h, bt;
+    for (m = 0; m < mha__tile_rows[c]; ++m)
+        for (n = 0; n < 16; ++n) {
+            float acc = mha__tm_ftz(mha__tm_word(c, m, n));
+            uint32_t u;
+            for (k = 0; k < 16; ++k)
+                for (h = 0; h < 2; ++h)
+                    acc = mha__tm_ftz(_mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(mha__tm_bf(a, m, 2 * k + h)),
+                                                                 _mm_set_ss(mha__tm_bf(b, k, 2 * n + h)),
+                                                                 _mm_set_ss(acc))));
+            u = mha__bits(acc);
+            for (bt = 0; bt < 4; ++bt) mha__tm[c][m][4 * n + bt] = (unsigned char)(u >> (8 * bt));
+        }
+}
+/* the operations: the model (tm) or the instructions, tile numbers constant */
+#define MHA__T_LOAD(tm, t, p, stride)                                                                            \
+    if (tm)                                                                                                      \
+        mha__tm_load(t, p, stride);                                                                              \
+    else                                                                                                         \
+        __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}"                \
+                         : : "r"((const void *)(p)), "r"((long)(stride)) : "memory")
+#define MHA__T_STORE(tm, t, p, stride)                                                                           \
+    if (tm)                                                                                                      \
+        mha__tm_store(t, p, stride);                                                                             \
+    else                                                                                                         \
+        __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}"              \
+                         : : "r"((void *)(p)), "r"((long)(stride)) : "memory")
+#define MHA__T_DP(tm, c, a, b)                                                                                   \
+    if (tm)                                                                                                      \
+        mha__tm_dp(c, a, b);                                                                                     \
+    else                                                                                                         \
+        __asm__ volatile("{tdpbf16ps\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|tdpbf16ps\t%%tmm" #c ", %%tmm" #a   \
+                         ", %%tmm" #b "}" ::)
+#define MHA__T_ZERO(tm, t)                                                                                       \
+    if (tm)                                                                                                      \
+        mha__tm_zero(t);                                                                                         \
+    else                                                                                                         \
+        __asm__ volatile("tilezero\t%%tmm" #t ::)
+/* Before a GEMM's blocks: the configuration loaded (the tiles) */
+MHA__PRIVATE void mha__tiles_begin(int tiles) {
+    unsigned char cfg[64];
+    mha__tiles_config(cfg);
+    if (tiles == 2) __asm__ volatile("ldtilecfg\t%0" : : "m"(*(const unsigned char(*)[64])cfg) : "memory");
+}
+#define mha__tiles_end(tiles)                                                                                    \
+    if ((tiles) == 2) __asm__ volatile("tilerelease" ::: "memory")
+/* mha__kernel_bf's block by tiles (tm: by the model): k pairs in steps of 16 (C's halves loaded, or
+   zero, then stored), the last k % 16 pairs and the bias by mha__kernel_bf, or the bias added. */
+MHA__PRIVATE MHA__INLINE void mha__kernel_tiles(int tm, size_t k, const float *a, size_t lda, const float *b,
+                                                size_t ldb, float *c, size_t ldc, int acc, const float *bias) {
+    const size_t k16 = k / 16 * 16;
+    size_t p, r, j;
+    if (acc) {
+        MHA__T_LOAD(tm, 0, c, ldc * 4);
+        MHA__T_LOAD(tm, 1, c + MHA__VL, ldc * 4);
+    } else {
+        MHA__T_ZERO(tm, 0);
+        MHA__T_ZERO(tm, 1);
+    }
+    for (p = 0; p < k16; p += 16) {
+        MHA__T_LOAD(tm, 2, a + p, lda * 4);
+        MHA__T_LOAD(tm, 3, b + p * ldb, ldb * 4);
+        MHA__T_LOAD(tm, 4, b + p * ldb + MHA__VL, ldb * 4);
+        MHA__T_DP(tm, 0, 2, 3);
+        MHA__T_DP(tm, 1, 2, 4);
+    }
+    MHA__T_STORE(tm, 0, c, ldc * 4);
+    MHA__T_STORE(tm, 1, c + MHA__VL, ldc * 4);
+    if (k16 < k) {
+        mha__kernel_bf(k - k16, a + k16, lda, b + k16 * ldb, ldb, c, ldc, 1, bias);
+        return;
+    }
+    for (r = 0; bias && r < MHA__MR; ++r)
+        for (j = 0; j < MHA__NR; ++j) c[r * ldc + j] += bias[j];
+}
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_tt(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                               float *c, size_t ldc, int acc, const float *bias) {
+    mha__kernel_tiles(0, k, a, lda, b, ldb, c, ldc, acc, bias);
+}
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_tm(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
+                                               float *c, size_t ldc, int acc, const float *bias) {
+    mha__kernel_tiles(1, k, a, lda, b, ldb, c, ldc, acc, bias);
+}
+#else
+#define mha__amx() 0
+#define mha__tiles_begin(tiles) ((void)(tiles))
+#define mha__tiles_end(tiles) ((void)(tiles))
+#define mha__kernel_tt mha__kernel_bf
+#define mha__kernel_tm mha__kernel_bf
+#define MHA__AMX 0
+#endif
 #else
 #define MHA__BFDP 0
 #define MHA__BF(c) 0
+#define MHA__AMX 0
 #endif
 
 /* Packs rows o < p of the row-major W (row stride ldw) for use as B = W^T:
@@ -2638,9 +2830,11 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     size_t k0, kl, kk, bo, q, r0, rh, kr, cw, r, j;
 #if MHA__BFDP
     uint32_t ap[MHA__MR * MHA__KC / 2]; /* a block of A in bf16 pairs */
+    const int tiles = g->bf ? mha__amx() : 0; /* AMX: the blocks by tiles (2), or their model (1) */
     if (g->bf) {
-        kern = mha__kernel_bf;
+        kern = tiles == 2 ? mha__kernel_tt : tiles == 1 ? mha__kernel_tm : mha__kernel_bf;
         kern1 = mha__kernel_bf1;
+        if (tiles) mha__tiles_begin(tiles);
     }
 #endif
     for (k0 = 0; k0 < g->k || k0 == 0; k0 += MHA__KC) {
@@ -2707,6 +2901,9 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
         }
         if (g->k == 0) break;
     }
+#if MHA__BFDP
+    mha__tiles_end(tiles);
+#endif
 }
 
 

@@ -255,12 +255,55 @@ static void check_refusals(void) {
     tu_problem_free(&p);
 }
 
-int main(void) {
+#if MHA__AMX
+/* The GEMMs' three ways (mha__amx_use): vdpbf16ps, the plain-C model of the AMX tiles, and the tiles
+   themselves where the CPU and the OS give them. On one problem with odd sizes (K tails, edge blocks),
+   K past two blocks and GQA: the model's results differ from vdpbf16ps's (its pairs are added in
+   another order), so it really ran; the tiles' agree with the model's to 2^-14 (1 + |out|): the
+   model adds each product as the instruction's description in Intel's manual does, and the
+   hardware rounds its sums otherwise in the last bits (measured: see the line printed), while a
+   block taken from the wrong place would be off by the size of the outputs. */
+static void check_tiles(int have) {
+    mha_shape s = shape_of(4, 2, 301, 37, 64, 48, 33, 70, 0);
+    tu_problem p;
+    bfw b;
+    size_t no, k;
+    float *o[3];
+    int use, diff01 = 0;
+    double d12 = 0.0, d01 = 0.0, d;
+    tu_problem_make(&p, &s, 2, 45, 29, 1);
+    bfw_make(&b, &p);
+    no = (size_t)2 * 45 * (size_t)s.p_o;
+    for (use = 0; use < 3; ++use) {
+        o[use] = tu_floats(no, 0.0f);
+        mha__amx_use = use;
+        if (use < 2 || have)
+            CHECK(mha_forward(&s, &b.w16, 2, 45, 29, p.q, p.k, p.v, NULL, o[use], NULL, p.ws, p.ws_bytes) == MHA_OK,
+                  "tiles: forward, mode %d", use);
+    }
+    mha__amx_use = -1;
+    for (k = 0; k < no; ++k) {
+        diff01 |= memcmp(&o[0][k], &o[1][k], sizeof(float)) != 0;
+        d = fabs((double)o[0][k] - o[1][k]) / (1.0 + fabs((double)o[1][k]));
+        if (!(d <= d01)) d01 = d;
+        d = have ? fabs((double)o[1][k] - o[2][k]) / (1.0 + fabs((double)o[1][k])) : 0.0;
+        if (!(d <= d12)) d12 = d; /* NaN counts */
+    }
+    CHECK(diff01, "tiles: the model's results equal vdpbf16ps's: not in use?");
+    CHECK(d12 <= 1.0 / 16384, "tiles: the AMX tiles differ from their model by %.3g (1 + |out|)", d12);
+    printf("AMX tiles: the model ran (%.2e (1 + |out|) from vdpbf16ps); the tiles %s %.2e (1 + |out|) from the "
+           "model\n", d01, have ? "ran," : "not run (no AMX-TILE/AMX-BF16, or not granted by the OS):", d12);
+    for (use = 0; use < 3; ++use) free(o[use]);
+    bfw_free(&b);
+    tu_problem_free(&p);
+}
+#endif
+
+static void check_all(void) {
     mha_shape s;
     mha_mask mask;
     uint8_t *keep;
     size_t i;
-    tu_seed(20261203u);
 
     s = shape_of(4, 2, 37, 19, 23, 20, 17, 33, 0); /* odd sizes everywhere */
     check_forward("odd sizes, GQA, bias", &s, 2, 5, 7, NULL, 1);
@@ -291,6 +334,29 @@ int main(void) {
 
     check_decode();
     check_random(120);
+}
+
+int main(void) {
+    tu_seed(20261203u);
+#if MHA__AMX
+    {
+        /* every check with the GEMMs by vdpbf16ps, by the model of the tiles, and by the tiles where the CPU
+           has them (mha__amx_ask: the CPU, XCR0, arch_prctl) */
+        static const char *const names[3] = {"vdpbf16ps", "the model of the AMX tiles", "the AMX tiles"};
+        const int have = mha__amx_ask() == 1;
+        int use;
+        for (use = 0; use < (have ? 3 : 2); ++use) {
+            printf("-- GEMMs by %s\n", names[use]);
+            mha__amx_use = use;
+            check_all();
+        }
+        mha__amx_use = -1;
+        check_tiles(have);
+    }
+#else
+    printf("-- GEMMs by vdpbf16ps (this build has no AMX code: not x86-64 Linux GNU C, or MHA_NO_AMX)\n");
+    check_all();
+#endif
     check_refusals();
     printf("worst error of bf16 products %.3e (bound %.3e); fp32 reference path %.1e\n", worst_seen, TOL, worst_ref);
     return tu_summary();
