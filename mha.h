@@ -39,6 +39,9 @@
        MHA_FAST               0/1  mha_forward takes the fast path; default (impl)
                                    1 on hosted x86-64 and aarch64, else 0
        MHA_NO_SIMD            0/1  the fast path's portable code only       (impl)
+       MHA_BF16_DOT           0/1  bf16 weights times bf16 activations on   (impl)
+                                   AVX512-BF16 (and AMX tiles where granted)
+       MHA_NO_AMX             0/1  MHA_BF16_DOT never uses AMX tiles        (impl)
        MHA_EXPF(x) MHA_TANHF(x) MHA_SQRTF(x)   math functions to use        (impl)
    No option changes a struct or prototype. The implementation calls no libc
    function; with MHA_NO_LIBM it needs no libm and builds -ffreestanding.

@@ -165,6 +165,7 @@ static double time_ms(int path, double budget, const mha_shape *sh, const mha_we
 static void bench_bf16(double budget, const char *only, double fma_peak) {
     static const char *names = "MBL";
     double bf_peak = 0.0;
+    int amx = 0;
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
 #if MHA__BFDP
     bf_peak = peak_bf16();
@@ -174,16 +175,22 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
     (void)fma_peak;
     printf("\nbf16 weights: fp32 arithmetic both ways (bf16 products not compiled in: no AVX512-BF16)\n");
 #endif
-    printf("| shape | fp32 ms | bf16 ms | fp32 GFLOP/s | bf16 GFLOP/s | speed-up | bf16 %% of its peak | largest difference |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+#if MHA__AMX
+    amx = mha__amx_ask() == 1;
+    printf("(and bf16 products by AMX tiles: %s)\n", amx ? "this CPU has them; timed in the same loop"
+                                                      : "not run: no AMX-TILE/AMX-BF16, or not granted by the OS");
+#endif
+    printf("| shape | fp32 ms | bf16 ms | fp32 GFLOP/s | bf16 GFLOP/s | speed-up | bf16 %% of its peak | largest difference "
+           "| AMX ms | AMX GFLOP/s | AMX speed-up over fp32 | AMX largest difference |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (s = 0; s < count; ++s) {
         const shape_row *r = &SHAPES[s];
         mha_shape sh = shape_of(r);
         mha_weights w = {0}, wb;
         mha_weight_counts c;
-        double t32[200], t16[200], t0, start, diff = 0.0, ms32, ms16;
+        double t32[200], t16[200], tam[200], t0, start, diff = 0.0, damx = 0.0, ms32, ms16, msam = 0.0;
         size_t bytes, pbytes, runs = 0, i, k, no = (size_t)r->n * (size_t)r->po;
-        float *q, *k_, *v, *o32, *o16, *wf[4];
+        float *q, *k_, *v, *o32, *o16, *oam, *wf[4];
         uint16_t *wh[4];
         size_t wn[4];
         void *ws, *p32, *p16;
@@ -214,6 +221,7 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
         v = filled((size_t)r->m * (size_t)r->dv, 1.0f);
         o32 = filled(no, 0.0f);
         o16 = filled(no, 0.0f);
+        oam = filled(no, 0.0f);
         bytes = mha_workspace_size(&sh, 1, r->n, r->m);
         ws = alloc(bytes);
         fprintf(stderr, "bench: shape %s: fp32 and bf16 products side by side...\n", r->name);
@@ -222,9 +230,29 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
             t0 = now();
             if (mha_forward(&sh, &w, 1, r->n, r->m, q, k_, v, NULL, o32, NULL, ws, bytes) != MHA_OK) exit(1);
             t32[runs] = now() - t0;
+#if MHA__AMX
+            mha__amx_use = 0; /* vdpbf16ps */
+#endif
             t0 = now();
             if (mha_forward(&sh, &wb, 1, r->n, r->m, q, k_, v, NULL, o16, NULL, ws, bytes) != MHA_OK) exit(1);
-            t16[runs++] = now() - t0;
+            t16[runs] = now() - t0;
+#if MHA__AMX
+            mha__amx_use = -1;
+            if (amx) {
+                t0 = now();
+                if (mha_forward(&sh, &wb, 1, r->n, r->m, q, k_, v, NULL, oam, NULL, ws, bytes) != MHA_OK) exit(1);
+                tam[runs] = now() - t0;
+            }
+#endif
+            runs++;
+        }
+        if (amx) {
+            qsort(tam, runs, sizeof tam[0], cmp_double);
+            msam = 1e3 * tam[runs / 2];
+            for (i = 0; i < no; ++i) {
+                double d = fabs((double)oam[i] - o32[i]) / (1.0 + fabs((double)o32[i]));
+                if (!(d <= damx)) damx = d;
+            }
         }
         qsort(t32, runs, sizeof t32[0], cmp_double);
         qsort(t16, runs, sizeof t16[0], cmp_double);
@@ -237,16 +265,20 @@ static void bench_bf16(double budget, const char *only, double fma_peak) {
         printf("| %s | %.3f | %.3f | %.1f | %.1f | %.2f | ", r->name, ms32, ms16, flops(r) / ms32 * 1e-6,
                flops(r) / ms16 * 1e-6, ms32 / ms16);
         if (bf_peak > 0.0)
-            printf("%.0f %% | %.2e |\n", 100.0 * flops(r) / ms16 * 1e-6 / bf_peak, diff);
+            printf("%.0f %% | %.2e |", 100.0 * flops(r) / ms16 * 1e-6 / bf_peak, diff);
         else
-            printf("- | %.2e |\n", diff);
+            printf("- | %.2e |", diff);
+        if (amx)
+            printf(" %.3f | %.1f | %.2f | %.2e |\n", msam, flops(r) / msam * 1e-6, ms32 / msam, damx);
+        else
+            printf(" not run | - | - | - |\n");
         fflush(stdout);
         for (k = 0; k < 4; ++k) {
             free(wf[k]);
             free(wh[k]);
         }
         free((void *)w.b_q); free((void *)w.b_k); free((void *)w.b_v); free((void *)w.b_o);
-        free(p32); free(p16); free(q); free(k_); free(v); free(o32); free(o16); free(ws);
+        free(p32); free(p16); free(q); free(k_); free(v); free(o32); free(o16); free(oam); free(ws);
     }
 }
 
