@@ -2534,8 +2534,12 @@ MHA__PRIVATE int mha__amx_ask(void) {
 /* 0: mha__kernel_bf; 1: the model; 2: the tiles */
 MHA__PRIVATE int mha__amx(void) {
     if (mha__amx_use >= 0) return mha__amx_use == 2 && mha__amx_ask() != 1 ? 0 : mha__amx_use;
-    if (!mha__amx_cpu) mha__amx_cpu = mha__amx_ask();
-    return mha__amx_cpu == 1 ? 2 : 0;
+    int cpu = __atomic_load_n(&mha__amx_cpu, __ATOMIC_RELAXED); /* threads may ask at once: each gets the answer */
+    if (!cpu) {
+        cpu = mha__amx_ask();
+        __atomic_store_n(&mha__amx_cpu, cpu, __ATOMIC_RELAXED);
+    }
+    return cpu == 1 ? 2 : 0;
 }
 /* The configuration: tmm0, tmm1 the two halves of C (MR rows of 16 floats), tmm2 a step of A (MR rows of 16
    pairs), tmm3, tmm4 the step's halves of B (16 rows of pairs, 16 columns): palette 1, then each tile's
