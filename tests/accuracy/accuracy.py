@@ -14,8 +14,12 @@ error of a problem is max |y - ref| / (1 + max |ref|) over its outputs.
 Prints, per build, the median, p99 and max error of mha.h and of PyTorch fp32,
 and the distribution of the ratio mha.h / PyTorch over the problems. Goals
 (checked; each build one line "N passed, M failed"): median ratio <= 0.75 and
-no problem worse than 2x PyTorch. Then a long random family (m up to 65536)
-per build, error per m (no worse than 2x PyTorch fp32), and each PROGRAM's
+no problem worse than 2x PyTorch, or than 2x one unit in the last place of 1
+(2^-23) where PyTorch's error is below that: the error is taken relative to
+1 + max |ref| >= 1, and below one such unit it measures how single outputs
+happened to round (PyTorch's fp32 error on a problem of 3 x 3 tokens was
+5.7e-8 on one CPU and larger on another, with the same mha.h result). Then a long random family (m up to 65536)
+per build, error per m (no worse than 2x PyTorch fp32, with the same floor), and each PROGRAM's
 own identical-keys family (error <= 2e-6 (1 + max |v|) up to m = 65536).
 Ends with the total "N passed, M failed".
 """
@@ -34,6 +38,7 @@ import export_torch  # noqa: E402  (the exporter's split of the weights)
 PROBLEMS = int(os.environ.get("ACCURACY_PROBLEMS", "120"))
 MEDIAN_GOAL = 0.75
 MAX_GOAL = 2.0
+ULP_FLOOR = 2.0 ** -23  # one unit in the last place of 1: the smallest error the goal compares with
 
 
 def draw_problem(g):
@@ -147,7 +152,7 @@ def long_family(builds, g):
     for i, m in enumerate(ms):
         print("| %d | %.2e | %s |" % (m, torch_err[i], " | ".join("%.2e" % errs[name][i] for name, _ in builds)))
         for name, _ in builds:
-            if errs[name][i] > MAX_GOAL * torch_err[i]:
+            if errs[name][i] > MAX_GOAL * max(torch_err[i], ULP_FLOOR):
                 print("FAIL %s at m = %d: %.2e, more than %.0fx PyTorch fp32" % (name, m, errs[name][i], MAX_GOAL))
                 failed += 1
     return len(builds) * len(ms) - failed, failed
@@ -190,10 +195,14 @@ def main():
             name, quantile(ours, 0.5), quantile(ours, 0.99), max(ours), quantile(torch_err, 0.5),
             quantile(torch_err, 0.99), max(torch_err), quantile(ratio, 0.5), quantile(ratio, 0.99), max(ratio),
             worse))
-        ok = quantile(ratio, 0.5) <= MEDIAN_GOAL and max(ratio) <= MAX_GOAL
+        floored = max(a / max(b, ULP_FLOOR) for a, b in zip(ours, torch_err))
+        ok = quantile(ratio, 0.5) <= MEDIAN_GOAL and floored <= MAX_GOAL
+        if max(ratio) > MAX_GOAL:
+            print("%s: max ratio %.2f, %.2f against PyTorch's error or 2^-23, whichever is larger" % (
+                name, max(ratio), floored))
         if not ok:
-            print("FAIL %s: median ratio %.2f (goal <= %.2f), max %.2f (goal <= %.2f)" % (
-                name, quantile(ratio, 0.5), MEDIAN_GOAL, max(ratio), MAX_GOAL))
+            print("FAIL %s: median ratio %.2f (goal <= %.2f), max %.2f against PyTorch's error or 2^-23 "
+                  "(goal <= %.2f)" % (name, quantile(ratio, 0.5), MEDIAN_GOAL, floored, MAX_GOAL))
         passed += ok
         failed += not ok
     p, f = long_family(builds, g)
