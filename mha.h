@@ -4283,7 +4283,9 @@ MHA__PRIVATE size_t mha__bytes(const mha__ctx *c) {
     if (!c->fast || bytes == SIZE_MAX) return bytes;
     if (c->cache) { /* (c->fast: mha__dec_fits, see mha__enter_cache) */
         mha__dec d;
-        return mha__fast_decode_layout(&d, c, NULL);
+        const size_t keep = MHA_WORKSPACE_ALIGN + sizeof(mha__ctx); /* MHA__KEEP's copy of the call state */
+        bytes = mha__fast_decode_layout(&d, c, NULL);
+        return bytes == SIZE_MAX || bytes >= keep ? bytes : keep;
     }
     /* the fast state and its parts follow the call state */
     return mha__add(mha__fast_layout(&f, c, NULL), MHA_WORKSPACE_STATE + MHA__FAST_SELF);

@@ -827,6 +827,40 @@ static void test_non_finite(void) {
                "finite results");
 }
 
+/* The workspace mha_decode_workspace_size gives is all a call writes, also where the fast decode's
+   parts are smaller than the call state it keeps there (batch 0 with t 0 and 1; one element a head,
+   capacity 1): the bytes after it, a canary, stay as they were, for every offset from the alignment. */
+static void test_tiny_workspace(void) {
+    mha_shape s = {0};
+    tu_problem p;
+    mha_cache c;
+    int32_t len, off, t;
+    int ok = 1;
+    size_t bytes, k;
+    unsigned char *buf;
+    s.heads = s.kv_heads = 1;
+    s.d_q = s.d_k = s.d_v = s.p_q = s.p_k = s.p_v = s.p_o = 1;
+    tu_problem_make(&p, &s, 1, 1, 1, 1);
+    for (t = 0; t < 2; ++t)
+    for (off = 0; off < 64; ++off) {
+        bytes = mha_decode_workspace_size(&s, 0, t, 1);
+        buf = (unsigned char *)malloc(bytes + 128);
+        memset(&c, 0, sizeof c);
+        len = 0;
+        c.capacity = 1;
+        c.k = tu_floats(mha_cache_bytes(&s, 1, 1) / sizeof(float), 0.0f);
+        c.v = (float *)c.k + 1;
+        c.length = &len;
+        memset(buf, 0xa5, bytes + 128);
+        ok &= mha_decode(&s, &p.w, &c, 0, t, p.q, p.k, p.v, p.out, buf + off, bytes) == MHA_OK;
+        for (k = (size_t)off + bytes; k < bytes + 128; ++k) ok &= buf[k] == 0xa5;
+        free(c.k);
+        free(buf);
+    }
+    CHECK(ok, "a decode of batch 0: nothing written past its workspace, at every alignment");
+    tu_problem_free(&p);
+}
+
 int main(void) {
     (void)naive_forward; /* naive_ref.h: only its RoPE is used here */
     tu_seed(20261202u);
@@ -839,6 +873,7 @@ int main(void) {
     test_long_ring();
 #endif
     test_non_finite();
+    test_tiny_workspace();
     test_16bit();
     printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
            (double)worst_ratio);
