@@ -2464,14 +2464,16 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_bf1(size_t k, const float *a, size_t
     MHA__EACH_ROW(MHA__K1_STORE)
 }
 
-/* ap [MR][ceil(kl/2)] = rows r < rh of a (row stride lda), kl columns,
-   rounded into bf16 pairs (RNE), 0 past column kl and in rows rh .. MR-1. */
-MHA__PRIVATE void mha__bf_rows(uint32_t *ap, const float *a, size_t lda, size_t rh, size_t kl) {
-    const size_t k2 = (kl + 1) / 2;
+/* ap [rows][k2] = rows r < rh of a (row stride lda), kl columns, rounded
+   into bf16 pairs (RNE), 0 past column kl (pairs up to k2 >= ceil(kl/2))
+   and in rows rh .. rows-1. */
+MHA__PRIVATE void mha__bf_rows(uint32_t *ap, const float *a, size_t lda, size_t rh, size_t kl, size_t rows,
+                               size_t k2) {
     size_t r, p, n;
-    for (r = 0; r < MHA__MR; ++r) {
+    for (r = 0; r < rows; ++r) {
         const float *x = a + r * lda;
         uint32_t *o = ap + r * k2;
+        for (p = (kl + 1) / 2; p < k2; ++p) o[p] = 0;
         if (r >= rh) { /* a padding row */
             for (p = 0; p < k2; ++p) o[p] = 0;
             continue;
@@ -2482,7 +2484,7 @@ MHA__PRIVATE void mha__bf_rows(uint32_t *ap, const float *a, size_t lda, size_t 
         if (p < kl) { /* the last 1 .. 31 columns, masked (plain loads: a masked one is not forwarded a store) */
             float t[2 * MHA__VL];
             for (n = 0; n < 2 * MHA__VL; ++n) t[n] = p + n < kl ? x[p + n] : 0.0f;
-            n = k2 - p / 2;
+            n = (kl + 1) / 2 - p / 2;
             _mm512_mask_storeu_epi32(o + p / 2, (__mmask16)(n >= MHA__VL ? 0xffffu : (1u << n) - 1u),
                                      (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + MHA__VL), _mm512_loadu_ps(t)));
         }
@@ -2501,11 +2503,11 @@ MHA__PRIVATE MHA__INLINE void mha__vbf_pair(uint32_t *o, const float *a, const f
 /* AMX tiles for the same GEMMs (x86-64 Linux, GNU C; MHA_NO_AMX 1: never).
    Where the CPU has AMX-TILE and AMX-BF16, the OS keeps the tiles' state
    (XCR0) and grants this process the tile data (arch_prctl
-   ARCH_REQ_XCOMP_PERM), a bf16 GEMM's MR x NR blocks go to mha__kernel_tiles
-   instead of mha__kernel_bf; asked once per process (mha__amx), and
-   nothing else changes: the same pairs of A and B, the same edges. A GEMM
-   loads the tile configuration (mha__tiles_begin) and releases the tiles
-   at its end. The tile operations are instructions, or a plain-C model of
+   ARCH_REQ_XCOMP_PERM), a bf16 GEMM goes to mha__gemm_tiles (blocks of 32
+   x 32, mha__kernel_tiles) instead of mha__kernel_bf's blocks; asked once
+   per process (mha__amx): the same pairs of A and B, summed in another
+   order. A GEMM loads the tile configuration (mha__tiles_begin) and
+   releases the tiles at its end. The tile operations are instructions, or a plain-C model of
    them (mha__tm_*: rows of 64 bytes, TDPBF16PS's products of a pair added
    one after the other to the float, rounded to nearest even, subnormals
    flushed) that the tests run on any CPU with AVX512-BF16 through the same
@@ -2541,25 +2543,25 @@ MHA__PRIVATE int mha__amx(void) {
     }
     return cpu == 1 ? 2 : 0;
 }
-/* The configuration: tmm0, tmm1 the two halves of C (MR rows of 16 floats), tmm2 a step of A (MR rows of 16
-   pairs), tmm3, tmm4 the step's halves of B (16 rows of pairs, 16 columns): palette 1, then each tile's
-   bytes a row (from byte 16) and rows (from byte 48). */
-static const unsigned char mha__tile_rows[5] = {MHA__MR, MHA__MR, MHA__MR, 16, 16};
+/* The configuration: palette 1, eight tiles of 16 rows of 64 bytes (bytes a row from byte 16, rows
+   from byte 48): tmm0 .. tmm3 a block of C (32 rows x 32 floats: rows 0-15 and 16-31 by columns 0-15
+   and 16-31), tmm4, tmm5 a step of A (rows 0-15 and 16-31, 16 pairs each), tmm6, tmm7 the step's
+   halves of B (16 rows of pairs, 16 columns each). */
 MHA__PRIVATE void mha__tiles_config(unsigned char *cfg) {
     size_t t;
     for (t = 0; t < 64; ++t) cfg[t] = 0;
     cfg[0] = 1;
-    for (t = 0; t < 5; ++t) {
+    for (t = 0; t < 8; ++t) {
         cfg[16 + 2 * t] = 64;
-        cfg[48 + t] = mha__tile_rows[t];
+        cfg[48 + t] = 16;
     }
 }
 /* The model's tiles, one set a thread. */
-static __thread unsigned char mha__tm[5][16][64];
+static __thread unsigned char mha__tm[8][16][64];
 MHA__PRIVATE void mha__tm_load(int t, const void *p, size_t stride) {
     size_t r, j;
     for (r = 0; r < 16; ++r)
-        for (j = 0; j < 64; ++j) mha__tm[t][r][j] = r < mha__tile_rows[t] ? ((const unsigned char *)p)[r * stride + j] : 0;
+        for (j = 0; j < 64; ++j) mha__tm[t][r][j] = ((const unsigned char *)p)[r * stride + j];
 }
 MHA__PRIVATE void mha__tm_zero(int t) {
     size_t r, j;
@@ -2568,7 +2570,7 @@ MHA__PRIVATE void mha__tm_zero(int t) {
 }
 MHA__PRIVATE void mha__tm_store(int t, void *p, size_t stride) {
     size_t r, j;
-    for (r = 0; r < mha__tile_rows[t]; ++r)
+    for (r = 0; r < 16; ++r)
         for (j = 0; j < 64; ++j) ((unsigned char *)p)[r * stride + j] = mha__tm[t][r][j];
 }
 MHA__PRIVATE float mha__tm_word(int t, size_t r, size_t w) { /* word w of row r as a float */
@@ -2589,7 +2591,7 @@ MHA__PRIVATE float mha__tm_ftz(float x) { /* a subnormal to a zero of its sign *
    its odd halves each added to the float (fused: one rounding each) */
 MHA__PRIVATE void mha__tm_dp(int c, int a, int b) {
     size_t m, k, n, h, bt;
-    for (m = 0; m < mha__tile_rows[c]; ++m)
+    for (m = 0; m < 16; ++m)
         for (n = 0; n < 16; ++n) {
             float acc = mha__tm_ftz(mha__tm_word(c, m, n));
             uint32_t u;
@@ -2634,49 +2636,64 @@ MHA__PRIVATE void mha__tiles_begin(int tiles) {
 }
 #define mha__tiles_end(tiles)                                                                                    \
     if ((tiles) == 2) __asm__ volatile("tilerelease" ::: "memory")
-/* mha__kernel_bf's block by tiles (tm: by the model): k pairs in steps of 16 (C's halves loaded, or
-   zero, then stored), the last k % 16 pairs and the bias by mha__kernel_bf, or the bias added. */
-MHA__PRIVATE MHA__INLINE void mha__kernel_tiles(int tm, size_t k, const float *a, size_t lda, const float *b,
-                                                size_t ldb, float *c, size_t ldc, int acc, const float *bias) {
-    const size_t k16 = k / 16 * 16;
-    size_t p, r, j;
+/* A bf16 GEMM by tiles: C in blocks of TR = 32 rows by NR = 32 columns, each
+   held in tmm0 .. tmm3 over a K block of up to KT pairs, in steps of 16
+   pairs (A's 32 rows in tmm4, tmm5, B's halves in tmm6, tmm7: four tile
+   products a step). A's rows are rounded into pairs in a thread's buffer,
+   padded with 0 to the block's steps and to 32 rows; B's last partial step
+   is copied to bt with rows of 0 after it. Edge blocks go through a full
+   block t; the bias is added after the last K block. */
+#define MHA__TR ((size_t)32)
+#define MHA__KT ((size_t)128)
+static __thread uint32_t mha__tile_a[MHA__TR * MHA__KT];
+MHA__PRIVATE MHA__INLINE void mha__kernel_tiles(int tm, int two, size_t steps, const uint32_t *a, size_t lda,
+                                                const float *b, size_t ldb, const uint32_t *bt, float *c, size_t ldc,
+                                                int acc) { /* two: 32 rows, else 16 (tmm0, tmm1, tmm4) */
+    size_t p;
     if (acc) {
         MHA__T_LOAD(tm, 0, c, ldc * 4);
         MHA__T_LOAD(tm, 1, c + MHA__VL, ldc * 4);
+        if (two) {
+            MHA__T_LOAD(tm, 2, c + 16 * ldc, ldc * 4);
+            MHA__T_LOAD(tm, 3, c + 16 * ldc + MHA__VL, ldc * 4);
+        }
     } else {
         MHA__T_ZERO(tm, 0);
         MHA__T_ZERO(tm, 1);
+        MHA__T_ZERO(tm, 2);
+        MHA__T_ZERO(tm, 3);
     }
-    for (p = 0; p < k16; p += 16) {
-        MHA__T_LOAD(tm, 2, a + p, lda * 4);
-        MHA__T_LOAD(tm, 3, b + p * ldb, ldb * 4);
-        MHA__T_LOAD(tm, 4, b + p * ldb + MHA__VL, ldb * 4);
-        MHA__T_DP(tm, 0, 2, 3);
-        MHA__T_DP(tm, 1, 2, 4);
+    for (p = 0; p < steps; ++p) {
+        const void *bp = bt && p + 1 == steps ? (const void *)bt : (const void *)(b + p * 16 * ldb);
+        const size_t bs = (bt && p + 1 == steps ? MHA__NR : ldb) * 4;
+        MHA__T_LOAD(tm, 4, a + p * 16, lda * 4);
+        MHA__T_LOAD(tm, 6, bp, bs);
+        MHA__T_LOAD(tm, 7, (const uint32_t *)bp + MHA__VL, bs);
+        MHA__T_DP(tm, 0, 4, 6);
+        MHA__T_DP(tm, 1, 4, 7);
+        if (two) {
+            MHA__T_LOAD(tm, 5, a + 16 * lda + p * 16, lda * 4);
+            MHA__T_DP(tm, 2, 5, 6);
+            MHA__T_DP(tm, 3, 5, 7);
+        }
     }
     MHA__T_STORE(tm, 0, c, ldc * 4);
     MHA__T_STORE(tm, 1, c + MHA__VL, ldc * 4);
-    if (k16 < k) {
-        mha__kernel_bf(k - k16, a + k16, lda, b + k16 * ldb, ldb, c, ldc, 1, bias);
-        return;
+    if (two) {
+        MHA__T_STORE(tm, 2, c + 16 * ldc, ldc * 4);
+        MHA__T_STORE(tm, 3, c + 16 * ldc + MHA__VL, ldc * 4);
     }
-    for (r = 0; bias && r < MHA__MR; ++r)
-        for (j = 0; j < MHA__NR; ++j) c[r * ldc + j] += bias[j];
 }
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_tt(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                                               float *c, size_t ldc, int acc, const float *bias) {
-    mha__kernel_tiles(0, k, a, lda, b, ldb, c, ldc, acc, bias);
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_tt(int two, size_t steps, const uint32_t *a, size_t lda, const float *b,
+                                               size_t ldb, const uint32_t *bt, float *c, size_t ldc, int acc) {
+    mha__kernel_tiles(0, two, steps, a, lda, b, ldb, bt, c, ldc, acc);
 }
-MHA__PRIVATE MHA__NOINLINE void mha__kernel_tm(size_t k, const float *a, size_t lda, const float *b, size_t ldb,
-                                               float *c, size_t ldc, int acc, const float *bias) {
-    mha__kernel_tiles(1, k, a, lda, b, ldb, c, ldc, acc, bias);
+MHA__PRIVATE MHA__NOINLINE void mha__kernel_tm(int two, size_t steps, const uint32_t *a, size_t lda, const float *b,
+                                               size_t ldb, const uint32_t *bt, float *c, size_t ldc, int acc) {
+    mha__kernel_tiles(1, two, steps, a, lda, b, ldb, bt, c, ldc, acc);
 }
 #else
 #define mha__amx() 0
-#define mha__tiles_begin(tiles) ((void)(tiles))
-#define mha__tiles_end(tiles) ((void)(tiles))
-#define mha__kernel_tt mha__kernel_bf
-#define mha__kernel_tm mha__kernel_bf
 #define MHA__AMX 0
 #endif
 #else
@@ -2832,16 +2849,90 @@ MHA__PRIVATE MHA__INLINE void mha__gemm_rows1(const mha__gemm_args *g, const flo
         }
 }
 
+#if MHA__AMX
+typedef void (*mha__kern_t)(int two, size_t steps, const uint32_t *a, size_t lda, const float *b, size_t ldb,
+                            const uint32_t *bt, float *c, size_t ldc, int acc);
+/* The GEMM (a bf one) by tiles (tiles 2) or their model (1). */
+MHA__PRIVATE MHA__NOINLINE void mha__gemm_tiles(const mha__gemm_args *g, int tiles) {
+    const mha__kern_t kern = tiles == 2 ? mha__kernel_tt : mha__kernel_tm;
+    uint32_t *ap = mha__tile_a, bt[16 * MHA__NR]; /* A's block [TR][lda]; B's last partial step */
+    float t[MHA__TR * MHA__NR];                   /* an edge block */
+    size_t k0, kl, kk, steps, bo, r0, rh, q, cw, r, j;
+    mha__tiles_begin(tiles);
+    for (k0 = 0; k0 < g->k || k0 == 0; k0 += 2 * MHA__KT) {
+        const int acc = g->acc || k0 != 0, last = g->k - k0 <= 2 * MHA__KT; /* the bias with the last K block */
+        kl = g->k - k0 < 2 * MHA__KT ? g->k - k0 : 2 * MHA__KT;
+        kk = (kl + 1) / 2; /* pairs */
+        steps = (kk + 15) / 16;
+        bo = k0 / 2 * g->ldb;
+        for (r0 = 0; r0 < g->rows; r0 += MHA__TR) {
+            rh = g->rows - r0 < MHA__TR ? g->rows - r0 : MHA__TR;
+            mha__bf_rows(ap, g->a + r0 * g->lda + k0, g->lda, rh, kl, MHA__TR, steps * 16);
+            for (q = 0; q * MHA__NR < g->cols; ++q) {
+                const float *bq = g->b + q * g->bps + bo;
+                const float *bias = last && g->bias ? g->bias + q * MHA__NR : NULL;
+                float *c = g->c + r0 * g->ldc + q * g->cps;
+                const int full = (rh == MHA__TR || rh == 16) && g->cols - q * MHA__NR >= MHA__NR, two = rh > 16;
+                const uint32_t *tail = NULL;
+                cw = g->cols - q * MHA__NR < MHA__NR ? g->cols - q * MHA__NR : MHA__NR;
+                if (kk % 16) { /* B's last kk % 16 rows of pairs, then rows of 0 */
+                    const uint32_t *src = (const uint32_t *)(const void *)(bq + (steps - 1) * 16 * g->ldb);
+                    for (r = 0; r < 16; ++r)
+                        for (j = 0; j < MHA__NR; ++j) bt[r * MHA__NR + j] = r < kk % 16 ? src[r * g->ldb + j] : 0u;
+                    tail = bt;
+                }
+                if (full) {
+                    kern(two, steps, ap, steps * 16, bq, g->ldb, tail, c, g->ldc, acc);
+                } else { /* through t: C read and written only where it exists (rows of two vectors) */
+                    for (r = 0; acc && r < MHA__TR; ++r)
+                        if (r >= rh || cw == MHA__NR) {
+                            mha__vstore(t + r * MHA__NR, r < rh ? mha__vload(c + r * g->ldc) : mha__vset(0.0f));
+                            mha__vstore(t + r * MHA__NR + MHA__VL,
+                                        r < rh ? mha__vload(c + r * g->ldc + MHA__VL) : mha__vset(0.0f));
+                        } else {
+                            for (j = 0; j < MHA__NR; ++j) t[r * MHA__NR + j] = r < rh && j < cw ? c[r * g->ldc + j] : 0.0f;
+                        }
+                    kern(two, steps, ap, steps * 16, bq, g->ldb, tail, t, MHA__NR, acc);
+                    for (r = 0; r < rh; ++r)
+                        if (cw == MHA__NR) {
+                            mha__vstore(c + r * g->ldc, mha__vload(t + r * MHA__NR));
+                            mha__vstore(c + r * g->ldc + MHA__VL, mha__vload(t + r * MHA__NR + MHA__VL));
+                        } else {
+                            for (j = 0; j < cw; ++j) c[r * g->ldc + j] = t[r * MHA__NR + j];
+                        }
+                }
+                for (r = 0; bias && r < rh; ++r) {
+                    if (cw == MHA__NR) { /* two vectors */
+                        mha__vstore(c + r * g->ldc, mha__vadd(mha__vload(c + r * g->ldc), mha__vload(bias)));
+                        mha__vstore(c + r * g->ldc + MHA__VL,
+                                    mha__vadd(mha__vload(c + r * g->ldc + MHA__VL), mha__vload(bias + MHA__VL)));
+                    } else {
+                        for (j = 0; j < cw; ++j) c[r * g->ldc + j] += bias[j];
+                    }
+                }
+            }
+        }
+        if (g->k == 0) break;
+    }
+    mha__tiles_end(tiles);
+}
+#else
+#define mha__gemm_tiles(g, tiles) ((void)(g), (void)(tiles))
+#endif
+
 MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
     mha__kern kern = mha__kernel, kern1 = mha__kernel1;
     size_t k0, kl, kk, bo, q, r0, rh, kr, cw, r, j;
 #if MHA__BFDP
     uint32_t ap[MHA__MR * MHA__KC / 2]; /* a block of A in bf16 pairs */
     const int tiles = g->bf ? mha__amx() : 0; /* AMX: the blocks by tiles (2), or their model (1) */
+    if (tiles) {
+        mha__gemm_tiles(g, tiles);
+        return;
+    }
     if (g->bf) {
-        kern = tiles == 2 ? mha__kernel_tt : tiles == 1 ? mha__kernel_tm : mha__kernel_bf;
+        kern = mha__kernel_bf;
         kern1 = mha__kernel_bf1;
-        if (tiles) mha__tiles_begin(tiles);
     }
 #endif
     for (k0 = 0; k0 < g->k || k0 == 0; k0 += MHA__KC) {
@@ -2873,7 +2964,7 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
 #endif
 #if MHA__BFDP
             if (g->bf) { /* the block's rows rounded into pairs, padded to MR; the next block's asked for */
-                mha__bf_rows(ap, a, lda, rh, kl);
+                mha__bf_rows(ap, a, lda, rh, kl, MHA__MR, kk);
                 for (r = r0 + MHA__MR; r < g->rows && r < r0 + 2 * MHA__MR; ++r)
                     for (j = 0; j < kl; j += MHA__VL) mha__prefetch(g->a + r * g->lda + k0 + j);
                 a = (const float *)(const void *)ap;
@@ -2908,9 +2999,6 @@ MHA__PRIVATE void mha__gemm(const mha__gemm_args *g) {
         }
         if (g->k == 0) break;
     }
-#if MHA__BFDP
-    mha__tiles_end(tiles);
-#endif
 }
 
 
