@@ -1752,12 +1752,14 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
 }
 
 /* Decoding: position P of a sequence lives in cache slot P, or P mod cap
-   with a window (a ring). With e positions appended so far, slot j holds
-   position j while e <= cap, else the latest position p < e with
-   p mod cap == j. A query at position P sees positions <= P, and with a
+   with a window (a ring): MHA__POS_SLOT, the one rule on every path, the
+   int8 one included (P < cap without a window, where it is P). With e
+   positions appended so far, slot j holds position j while e <= cap, else
+   the latest position p < e with p mod cap == j (mha__slot_pos). A query at position P sees positions <= P, and with a
    window w >= 1 only those > P - w (cross-attention: every position held). */
+#define MHA__POS_SLOT(P, cap) ((P) % (cap))
 MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
-    return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+    return e <= cap ? j : e - cap + (j + cap - MHA__POS_SLOT(e, cap)) % cap;
 }
 /* The positions [*lo, *hi) that new query t of a decoding call sees, with e
    positions appended (its own included) and n new queries: its position
@@ -1833,7 +1835,7 @@ typedef struct mha__keys {
 MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap) {
     const size_t first = e > cap ? e - cap : 0; /* the oldest position held, in slot s0 */
     r->cap = cap;
-    r->s0 = first % cap;
+    r->s0 = MHA__POS_SLOT(first, cap);
     r->base = first - r->s0;
 }
 MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r, float slope) {
@@ -3442,7 +3444,7 @@ MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_
    run's visible slots one range. */
 MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, size_t cl, size_t e, size_t lo,
                                        size_t hi, float slope) {
-    const size_t cap = c->ms, first = e > cap ? e - cap : 0, s0 = first % cap, base = first - s0;
+    const size_t cap = c->ms, first = e > cap ? e - cap : 0, s0 = MHA__POS_SLOT(first, cap), base = first - s0;
     const size_t split = s0 < j0 ? j0 : s0 > j0 + cl ? j0 + cl : s0; /* slots [j0, split): base + cap + j */
     size_t part, a, len, off, v0, v1, j;
     for (part = 0; part < 2; ++part) {
@@ -3983,7 +3985,7 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     while (j < c->m) {
         float *kd, *vd;
         slot = (size_t)cache->length[b] + j;
-        if (cache->window) slot %= c->ms;
+        if (cache->window) slot = MHA__POS_SLOT(slot, c->ms);
         run = c->ms - slot < c->m - j ? c->ms - slot : c->m - j;
         kd = (float *)cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
         vd = (float *)cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
@@ -4715,7 +4717,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
     for (b = 0; b < c->batch; ++b)
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;
-            if (cache->window) slot %= c->ms;
+            if (cache->window) slot = MHA__POS_SLOT(slot, c->ms);
             for (g = 0; g < c->kv; ++g) { /* a 16-bit cache: k [p_k] in QP, v [p_v] in CAT (free until the
                                              work, and p_q = p_k: dot scoring), then rounded into it */
                 float *k = (float *)c->cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
@@ -6331,7 +6333,7 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
 MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const mha_q8_params *p = c->p;
     const mha__q8_row *r = MHA__Q8_ROW(c);
-    const size_t n = r->hi - r->lo, first = r->lo % r->ring;
+    const size_t n = r->hi - r->lo, first = MHA__POS_SLOT(r->lo, r->ring);
     const int16_t *q16 = c->q16 + i * c->pq;
     int8_t *ho = c->cat + i * c->pv;
     int32_t *sc = MHA__Q8_SC(c), mx = INT32_MIN, qsum = 0, psum = 0;
@@ -6430,8 +6432,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
     for (b = 0; b < c->batch; ++b) {
         e = (size_t)cache->length[b];
         for (j = 0; c->keys && j < t; ++j, ++e) { /* projected into kp, vp, then into slot e mod cap */
-            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + e % cap) * c->pk;
-            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + e % cap) * c->pv;
+            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + MHA__POS_SLOT(e, cap)) * c->pk;
+            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + MHA__POS_SLOT(e, cap)) * c->pv;
             mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
             mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
             for (g = 0; g < c->kv; ++g) {
