@@ -529,6 +529,23 @@ MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int
 /* Workspace bytes of mha_backward (0 for a bad shape or an overflow), at
    any alignment: no n x m term. */
 MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+/* mha_backward with its work handed to parallel_for (with `user`; NULL:
+   one thread) as min(kv_heads, 8) tasks, each taking kv heads t, t + 8, ...;
+   a task other than the first sums the inputs' gradients in arrays of its
+   own (in the workspace), added at the end in task order. The result is the
+   same, bit for bit, for any parallel_for (NULL included), and equals
+   mha_backward's within rounding (its sums of dQ, dK, dV run in another
+   order). Where the fast path does not run the call (additive scoring, the
+   soft-cap, MHA_FAST 0), the reference path runs it on the calling thread.
+   workspace: mha_backward_parallel_workspace_size() bytes (with several
+   tasks, each holds the fast path's parts and, but for the first, a dQ, dK
+   and dV of its own). Returns as mha_backward. */
+MHADEF mha_status mha_backward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                        int32_t m, const float *queries, const float *keys, const float *values,
+                                        const mha_mask *mask, const float *lse, const float *d_out, float *d_queries,
+                                        float *d_keys, float *d_values, const mha_grads *grads, void *workspace,
+                                        size_t workspace_bytes, mha_parallel_for parallel_for, void *user);
+MHADEF size_t mha_backward_parallel_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
 /* The reference path, always compiled: mha_backward's contract, computed a
    query row at a time by plain loops (the oracle of the fast path), with
    its own workspace size. Under MHA_FAST 0 mha_backward runs it too. */
@@ -5106,6 +5123,7 @@ typedef struct mha__bwd {
     const float *q, *k, *v, *dout, *lse; /* lse: NULL, or the forward's statistics */
     float *dq, *dk, *dv;
     const mha_grads *g;
+    size_t tasks; /* the fast path's tasks (mha_backward: 1; mha_backward_parallel: mha__bwf_tasks) */
     float *kp, *vp, *dkp, *dvp, *pr, *raw, *qp, *dqp, *ho, *dh, *ak, *aq, *daq; /* the workspace's parts */
 } mha__bwd;
 
@@ -5702,46 +5720,105 @@ MHA__PRIVATE void mha__bwf_pass(mha__bwf *f, int pass) {
     }
 }
 
-MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, mha__bwf *f, float *ws) {
-    const float ninf = -(FLT_MAX * 2.0f);
-    size_t b, l, t, at;
-    float sink = ninf;
-    mha__bwf_layout(f, c, ws);
-    f->B = B;
-    for (b = 0; b < c->batch; ++b) {
-        if (B->dq) mha__zero(B->dq + b * c->n * c->dq, c->n * c->dq);
-        if (B->dk) mha__zero(B->dk + b * c->m * c->dk, c->m * c->dk);
-        if (B->dv) mha__zero(B->dv + b * c->m * c->dv, c->m * c->dv);
-        f->b = b;
-        for (f->g = 0; f->g < c->kv; ++f->g) {
-            if (c->m <= MHA__BWC) {
-                mha__bwf_pass(f, 0);
-                continue;
-            }
-            f->given = B->lse != NULL; /* a value that is not finite: this group's statistics as without lse */
-            for (l = 0; l < c->grp && f->given; ++l)
-                for (t = 0; t < c->n; ++t)
-                    f->given &= (mha__bits(B->lse[(b * c->h + f->g * c->grp + l) * c->n + t]) & 0x7f800000u) !=
-                                0x7f800000u;
-            for (l = 0; l < c->grp; ++l) /* each row's max (or the forward's log-sum-exp), sum and D start */
-                for (t = 0; t < c->n; ++t) {
-                    at = l * c->n + t;
-                    sink = mha__row_sink(c, f->g * c->grp + l, MHA__SLOPE(c, f->g * c->grp + l), MHA__QPOS(c, t));
-                    f->mx[at] = sink;
-                    if (f->given) {
-                        f->mx[at] = B->lse[(b * c->h + f->g * c->grp + l) * c->n + t];
-                        f->mx[at] += MHA__LSE_SHIFT(c, MHA__SLOPE(c, f->g * c->grp + l), t);
-                    }
-                    f->l[at] = mha__weight(sink, f->mx[at]); /* the sink's term */
-                    f->dd[at] = 0.0f;
-                }
-            if (!f->given) mha__bwf_pass(f, 1); /* the max and sum */
-            mha__bwf_pass(f, 2);              /* D, from e^(s - max) (and with lse the sum) */
-            for (at = 0; at < c->grp * c->n; ++at) f->dd[at] = f->l[at] == 0.0f ? 0.0f : f->dd[at] / f->l[at];
-            mha__bwf_pass(f, 3);
-        }
+/* Kv head g of batch entry b: one pass, or with several chunks passes 1
+   (unless the forward's lse is given), 2 and 3. */
+MHA__PRIVATE void mha__bwf_group(mha__bwf *f, size_t b, size_t g) {
+    const mha__ctx *c = f->c;
+    const mha__bwd *B = f->B;
+    size_t l, t, at;
+    float sink;
+    f->b = b;
+    f->g = g;
+    if (c->m <= MHA__BWC) {
+        mha__bwf_pass(f, 0);
+        return;
     }
+    f->given = B->lse != NULL; /* a value that is not finite: this group's statistics as without lse */
+    for (l = 0; l < c->grp && f->given; ++l)
+        for (t = 0; t < c->n; ++t)
+            f->given &= (mha__bits(B->lse[(b * c->h + g * c->grp + l) * c->n + t]) & 0x7f800000u) != 0x7f800000u;
+    for (l = 0; l < c->grp; ++l) /* each row's max (or the forward's log-sum-exp), sum and D start */
+        for (t = 0; t < c->n; ++t) {
+            at = l * c->n + t;
+            sink = mha__row_sink(c, g * c->grp + l, MHA__SLOPE(c, g * c->grp + l), MHA__QPOS(c, t));
+            f->mx[at] = sink;
+            if (f->given) {
+                f->mx[at] = B->lse[(b * c->h + g * c->grp + l) * c->n + t];
+                f->mx[at] += MHA__LSE_SHIFT(c, MHA__SLOPE(c, g * c->grp + l), t);
+            }
+            f->l[at] = mha__weight(sink, f->mx[at]); /* the sink's term */
+            f->dd[at] = 0.0f;
+        }
+    if (!f->given) mha__bwf_pass(f, 1); /* the max and sum */
+    mha__bwf_pass(f, 2);              /* D, from e^(s - max) (and with lse the sum) */
+    for (at = 0; at < c->grp * c->n; ++at) f->dd[at] = f->l[at] == 0.0f ? 0.0f : f->dd[at] / f->l[at];
+    mha__bwf_pass(f, 3);
+}
+
+/* The tasks of a fast backward call: mha_backward has one; mha_backward_parallel
+   min(kv_heads, MHA__BWT), whatever parallel_for does, so that its result is the
+   same, bit for bit, for any parallel_for. Task t takes kv heads t, t + T, ... of
+   every batch entry (each weight's gradient rows belong to one task); all but task
+   0 sum dQ, dK, dV in arrays of their own, added to task 0's in task order at the end. */
+#define MHA__BWT ((size_t)8)
+#define mha__bwf_tasks(c) ((c)->kv < MHA__BWT ? (c)->kv : MHA__BWT)
+typedef struct mha__bwp {
+    const mha__ctx *c;
+    const mha__bwd *B;
+    unsigned char *at;     /* task 0's part of the workspace: its mha__bwf, floats, own dQ, dK, dV */
+    size_t stride, floats; /* bytes a task; offset of the own arrays in floats from the task's floats */
+} mha__bwp;
+/* The per-task bytes of T > 1 tasks: mha__bwf, its parts, its own dQ, dK, dV. */
+MHA__PRIVATE size_t mha__bwf_stride(const mha__ctx *c, size_t parts, size_t *floats) {
+    const size_t own = mha__add(mha__mul(mha__mul(c->batch, c->n), c->dq),
+                                mha__mul(mha__mul(c->batch, c->m), mha__add(c->dk, c->dv)));
+    *floats = MHA__UP(parts, MHA_WORKSPACE_ALIGN) / sizeof(float);
+    return mha__add(mha__add(MHA__UP(sizeof(mha__bwf), MHA_WORKSPACE_ALIGN), MHA__UP(parts, MHA_WORKSPACE_ALIGN)),
+                    MHA__UP(mha__mul(own, sizeof(float)), MHA_WORKSPACE_ALIGN));
+}
+MHA__PRIVATE void mha__bwf_task(void *arg, int32_t task) {
+    const mha__bwp *p = (const mha__bwp *)arg;
+    const mha__ctx *c = p->c;
+    const size_t t = (size_t)task, T = p->B->tasks;
+    mha__bwf *f = (mha__bwf *)(void *)(p->at + t * p->stride);
+    float *ws = (float *)(void *)((unsigned char *)f + MHA__UP(sizeof(mha__bwf), MHA_WORKSPACE_ALIGN));
+    mha__bwd B = *p->B; /* task t > 0: its own dQ [batch][n][d_q], dK [batch][m][d_k], dV [batch][m][d_v] */
+    size_t b, g;
+    mha__bwf_layout(f, c, ws);
+    if (t) {
+        float *own = ws + p->floats;
+        B.dq = B.dq ? own : NULL;
+        B.dk = B.dk ? own + c->batch * c->n * c->dq : NULL;
+        B.dv = B.dv ? own + c->batch * (c->n * c->dq + c->m * c->dk) : NULL;
+        mha__zero(own, c->batch * (c->n * c->dq + c->m * (c->dk + c->dv)));
+    }
+    f->B = &B;
+    for (b = 0; b < c->batch; ++b)
+        for (g = t; g < c->kv; g += T) mha__bwf_group(f, b, g);
     MHA__CLEAN();
+}
+/* The fast backward over the workspace's call state at ws (its tasks' parts from ws + MHA__BWD_SELF). */
+MHA__PRIVATE MHA__NOINLINE void mha__bwf_run(const mha__ctx *c, mha__bwd *B, unsigned char *ws) {
+    mha__bwp p;
+    mha__bwf f;
+    size_t t, k;
+    const size_t nq = c->batch * c->n * c->dq, nk = c->batch * c->m * c->dk, nv = c->batch * c->m * c->dv;
+    if (B->dq) mha__zero(B->dq, nq);
+    if (B->dk) mha__zero(B->dk, nk);
+    if (B->dv) mha__zero(B->dv, nv);
+    p.c = c;
+    p.B = B;
+    p.at = ws + MHA__BWD_SELF;
+    p.floats = 0;
+    p.stride = B->tasks > 1 ? mha__bwf_stride(c, mha__bwf_layout(&f, c, NULL), &p.floats) : 0;
+    mha__par(c, mha__bwf_task, &p, B->tasks);
+    for (t = 1; t < B->tasks; ++t) { /* the tasks' own dQ, dK, dV added in task order */
+        const float *own = (const float *)(const void *)(p.at + t * p.stride + MHA__UP(sizeof(mha__bwf), MHA_WORKSPACE_ALIGN)) +
+                           p.floats;
+        for (k = 0; B->dq && k < nq; ++k) B->dq[k] += own[k];
+        for (k = 0; B->dk && k < nk; ++k) B->dk[k] += own[nq + k];
+        for (k = 0; B->dv && k < nv; ++k) B->dv[k] += own[nq + nk + k];
+    }
 }
 #endif /* MHA_FAST */
 
@@ -5754,9 +5831,13 @@ MHA__PRIVATE int mha__bwd_setup(mha__ctx *c, const mha_shape *shape, const mha_w
     if (st != MHA_OK || (st = mha__counts(c, batch, n, m)) != MHA_OK) return st;
     *bytes = mha__add(mha__mul(mha__bwd_floats(c), sizeof(float)), MHA_WORKSPACE_ALIGN + MHA__BWD_SELF);
 #if MHA_FAST
-    if (fast && mha__bwf_runs(c)) {
+    if (fast && mha__bwf_runs(c)) { /* fast 2: mha_backward_parallel's tasks, each with its own parts */
         mha__bwf f;
-        *bytes = mha__add(mha__bwf_layout(&f, c, NULL), MHA__BWF_SELF);
+        size_t floats, parts = mha__bwf_layout(&f, c, NULL);
+        *bytes = fast == 2 && mha__bwf_tasks(c) > 1
+                     ? mha__add(mha__mul(mha__bwf_tasks(c), mha__bwf_stride(c, parts, &floats)),
+                                MHA_WORKSPACE_ALIGN + MHA__BWD_SELF)
+                     : mha__add(parts, MHA__BWF_SELF);
     }
 #else
     (void)fast;
@@ -5776,6 +5857,9 @@ MHADEF size_t mha_backward_workspace_size(const mha_shape *shape, int32_t batch,
 }
 MHADEF size_t mha_backward_reference_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
     return mha__bwd_size(shape, batch, n, m, 0);
+}
+MHADEF size_t mha_backward_parallel_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    return mha__bwd_size(shape, batch, n, m, 2);
 }
 
 /* mha_backward up to the work: the sizes and checks in the order of the
@@ -5814,6 +5898,13 @@ MHA__PRIVATE MHA__NOINLINE int mha__bwd_enter(const mha_shape *shape, const mha_
     B->dk = d_keys;
     B->dv = d_values;
     B->g = grads;
+#if MHA_FAST
+    B->tasks = fast == 2 ? mha__bwf_tasks(&c) : 1;
+    ((mha__ctx *)(void *)ws)->pfor = NULL; /* mha_backward_parallel sets its own */
+    ((mha__ctx *)(void *)ws)->user = NULL;
+#else
+    B->tasks = 1;
+#endif
     return MHA__RUN;
 }
 
@@ -5824,8 +5915,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_go(unsigned char *ws, int fast) {
     if (MHA__ROPE(c)) mha__rope_base(c);
 #if MHA_FAST
     if (fast && mha__bwf_runs(c)) {
-        mha__bwf_run(c, (mha__bwd *)(void *)(ws + MHA__BWD_CTX), (mha__bwf *)(void *)(ws + MHA__BWD_SELF),
-                     (float *)(void *)(ws + MHA__BWF_SELF));
+        mha__bwf_run(c, (mha__bwd *)(void *)(ws + MHA__BWD_CTX), ws);
         return;
     }
 #else
@@ -5842,6 +5932,27 @@ MHADEF mha_status mha_backward(const mha_shape *shape, const mha_weights *w, int
                             d_values, grads, workspace, workspace_bytes, 1);
     if (st != MHA__RUN) return (mha_status)st;
     mha__bwd_go((unsigned char *)mha__align(workspace), 1);
+    return MHA_OK;
+}
+
+MHADEF mha_status mha_backward_parallel(const mha_shape *shape, const mha_weights *w, int32_t batch, int32_t n,
+                                        int32_t m, const float *queries, const float *keys, const float *values,
+                                        const mha_mask *mask, const float *lse, const float *d_out, float *d_queries,
+                                        float *d_keys, float *d_values, const mha_grads *grads, void *workspace,
+                                        size_t workspace_bytes, mha_parallel_for parallel_for, void *user) {
+    int st = mha__bwd_enter(shape, w, batch, n, m, queries, keys, values, mask, lse, d_out, d_queries, d_keys,
+                            d_values, grads, workspace, workspace_bytes, 2);
+    unsigned char *ws;
+    if (st != MHA__RUN) return (mha_status)st;
+    ws = (unsigned char *)mha__align(workspace);
+#if MHA_FAST
+    ((mha__ctx *)(void *)ws)->pfor = parallel_for;
+    ((mha__ctx *)(void *)ws)->user = user;
+#else
+    (void)parallel_for;
+    (void)user;
+#endif
+    mha__bwd_go(ws, 2);
     return MHA_OK;
 }
 

@@ -294,14 +294,16 @@ static double flops_backward(const shape_row *r) {
 /* mha_backward on the shapes M, B and L, one thread: every gradient (the
    inputs', every weight's and bias's), median ms and GFLOP/s by
    flops_backward; its workspace and that at n = m = 4096 as a share of one
-   n x m fp32 matrix. `row_only`: the table row alone (bench/peers.py). */
+   n x m fp32 matrix; then mha_backward_parallel on two threads, timed
+   alternately with it. `row_only`: the table row alone (bench/peers.py). */
 static void bench_backward(double budget, const char *only, int row_only) {
     static const char *names = "MBL";
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
     if (!row_only) {
         printf("\nbackward (mha_backward, every gradient), one thread; GFLOP/s = (2 forward + 2 n m h p_q) / time\n");
-        printf("| shape | median ms | min ms | GFLOP/s | workspace bytes | workspace at n = m = 4096 |\n");
-        printf("|---|---|---|---|---|---|\n");
+        printf("| shape | median ms | min ms | GFLOP/s | workspace bytes | workspace at n = m = 4096 "
+               "| 2 threads ms | speed-up 2 threads | parallel workspace bytes |\n");
+        printf("|---|---|---|---|---|---|---|---|---|\n");
     }
     for (s = 0; s < count; ++s) {
         const shape_row *r = &SHAPES[s];
@@ -309,8 +311,8 @@ static void bench_backward(double budget, const char *only, int row_only) {
         mha_weights w;
         mha_weight_counts c;
         mha_grads g;
-        double times[200], t0, start, ms;
-        size_t bytes, big, runs = 0;
+        double times[200], times2[200], t0, start, ms, ms2;
+        size_t bytes, big, bytes2, runs = 0;
         float *q, *k, *v, *dout, *dq, *dk, *dv;
         void *ws;
         if (!strchr(names, r->name[0]) || (strcmp(only, "all") != 0 && strcmp(only, r->name) != 0)) continue;
@@ -328,19 +330,34 @@ static void bench_backward(double budget, const char *only, int row_only) {
         dk = filled((size_t)r->m * (size_t)r->dk, 0.0f);
         dv = filled((size_t)r->m * (size_t)r->dv, 0.0f);
         bytes = mha_backward_workspace_size(&sh, 1, r->n, r->m);
+        bytes2 = mha_backward_parallel_workspace_size(&sh, 1, r->n, r->m);
         big = mha_backward_workspace_size(&sh, 1, 4096, 4096);
-        ws = alloc(bytes);
-        fprintf(stderr, "bench: shape %s: backward...\n", r->name);
+        ws = alloc(bytes > bytes2 ? bytes : bytes2);
+        fprintf(stderr, "bench: shape %s: backward%s...\n", r->name, row_only ? "" : ", one thread and two alternately");
         start = now();
-        while (runs < 200 && (runs < 3 || now() - start < budget)) {
+        while (runs < 200 && (runs < 3 || now() - start < (row_only ? 1.0 : 2.0) * budget)) {
             t0 = now();
             if (mha_backward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, NULL, dout, dq, dk, dv, &g, ws, bytes) != MHA_OK) exit(1);
-            times[runs++] = now() - t0;
+            times[runs] = now() - t0;
+            if (!row_only) {
+                t0 = now();
+                if (mha_backward_parallel(&sh, &w, 1, r->n, r->m, q, k, v, NULL, NULL, dout, dq, dk, dv, &g, ws, bytes2,
+                                          two_threads, NULL) != MHA_OK)
+                    exit(1);
+                times2[runs] = now() - t0;
+            }
+            ++runs;
         }
         qsort(times, runs, sizeof times[0], cmp_double);
         ms = 1e3 * times[runs / 2];
-        printf("| %s | %.3f | %.3f | %.1f | %zu | %zu (1/%.0f) |\n", r->name, ms, 1e3 * times[0],
+        printf("| %s | %.3f | %.3f | %.1f | %zu | %zu (1/%.0f) |", r->name, ms, 1e3 * times[0],
                flops_backward(r) / ms * 1e-6, bytes, big, 4096.0 * 4096.0 * 4.0 / (double)big);
+        if (!row_only) {
+            qsort(times2, runs, sizeof times2[0], cmp_double);
+            ms2 = 1e3 * times2[runs / 2];
+            printf(" %.3f | %.2f | %zu |", ms2, ms / ms2, bytes2);
+        }
+        printf("\n");
         fflush(stdout);
         free_weights(&w);
         free(g.w_q); free(g.b_q); free(g.w_k); free(g.b_k); free(g.w_v); free(g.b_v); free(g.w_o); free(g.b_o);

@@ -167,6 +167,15 @@ static void fast_compare(const char *what, const char *name, const float *got, c
           name, e, big);
 }
 
+/* A parallel-for that runs the tasks last to first (mha_backward_parallel's result must not
+   depend on the order); it counts the tasks it ran. */
+static int32_t backwards_tasks;
+static void backwards_for(void *user, mha_task task, void *arg, int32_t count) {
+    int32_t k;
+    for (k = count; k-- > 0;) task(arg, k);
+    *(int32_t *)user += count;
+}
+
 static void check_fast(void) {
     static const fast_case cases[] = {
         {"GQA, sizes different, 3 row blocks", 4, 2, 24, 20, 28, 16, 12, 20, 0, 2, 200, 150, 0, 0},
@@ -179,6 +188,8 @@ static void check_fast(void) {
         {"bf16 weights, GQA", 4, 2, 20, 16, 12, 8, 8, 12, 0, 1, 40, 45, 0, 32},
         {"additive: the reference's", 2, 1, 8, 8, 8, 4, 4, 8, 1, 1, 30, 20, 1, 0},
         {"soft-cap: the reference's", 2, 2, 8, 8, 8, 4, 4, 8, 0, 1, 30, 20, 1, 4},
+        {"10 kv heads: 8 tasks, masks", 10, 10, 12, 8, 8, 4, 4, 8, 0, 2, 20, 30, 15, 0},
+        {"3 kv heads, 2 key chunks, RoPE", 6, 3, 8, 8, 8, 4, 4, 8, 0, 1, 20, 1100, 1, 1},
     };
     size_t c;
     for (c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
@@ -188,13 +199,13 @@ static void check_fast(void) {
         tu_w16 w16;
         mha_mask mask;
         mha_weight_counts wc;
-        mha_grads g[3];
+        mha_grads g[5];
         const mha_weights *w;
-        float *arr[3][15], *dout, *lse, *fout;
+        float *arr[5][15], *dout, *lse, *fout;
         double *dlse, *dref, lerr = 0.0;
         void *fws;
         size_t nl = (size_t)fc->batch * (size_t)fc->heads * (size_t)fc->n;
-        size_t counts[15], bytes[3], k, r;
+        size_t counts[15], bytes[5], k, r;
         int32_t *lens = NULL, path;
         uint8_t *keep = NULL;
         float *bias = NULL;
@@ -264,7 +275,8 @@ static void check_fast(void) {
         if (lerr > lse_worst) lse_worst = lerr;
         bytes[0] = bytes[2] = mha_backward_workspace_size(&s, fc->batch, fc->n, fc->m);
         bytes[1] = mha_backward_reference_workspace_size(&s, fc->batch, fc->n, fc->m);
-        for (path = 0; path < 3; ++path) {
+        bytes[3] = bytes[4] = mha_backward_parallel_workspace_size(&s, fc->batch, fc->n, fc->m);
+        for (path = 0; path < 5; ++path) { /* fast, reference, fast with lse, parallel (NULL), parallel (backwards) */
             void *ws = malloc(bytes[path]);
             mha_status st;
             for (k = 0; k < 15; ++k) /* the weights' gradients start at 0.5: they are added to */
@@ -276,20 +288,41 @@ static void check_fast(void) {
             g[path].b_k = arr[path][6]; g[path].w_v = arr[path][7]; g[path].b_v = arr[path][8];
             g[path].w_o = arr[path][9]; g[path].b_o = arr[path][10]; g[path].a_q = arr[path][11];
             g[path].a_k = arr[path][12]; g[path].a_v = arr[path][13]; g[path].sinks = arr[path][14];
-            st = (path == 1 ? mha_backward_reference : mha_backward)(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v,
-                                                                      &mask, path == 2 ? lse : NULL, dout,
-                                                                      arr[path][0], arr[path][1], arr[path][2],
-                                                                      &g[path], ws, bytes[path]);
-            CHECK(st == MHA_OK, "%s: %s", fc->name, path == 1 ? "mha_backward_reference" : "mha_backward");
+            if (path < 3)
+                st = (path == 1 ? mha_backward_reference : mha_backward)(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v,
+                                                                          &mask, path == 2 ? lse : NULL, dout,
+                                                                          arr[path][0], arr[path][1], arr[path][2],
+                                                                          &g[path], ws, bytes[path]);
+            else
+                st = mha_backward_parallel(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v, &mask, NULL, dout,
+                                           arr[path][0], arr[path][1], arr[path][2], &g[path], ws, bytes[path],
+                                           path == 4 ? backwards_for : NULL, &backwards_tasks);
+            CHECK(st == MHA_OK, "%s: %s", fc->name, path == 1 ? "mha_backward_reference" : path < 3 ? "mha_backward"
+                                                                                                   : "mha_backward_parallel");
+            if (path == 3 && bytes[3] > 1) /* one byte short */
+                CHECK(mha_backward_parallel(&s, w, fc->batch, fc->n, fc->m, p.q, p.k, p.v, &mask, NULL, dout,
+                                            arr[path][0], arr[path][1], arr[path][2], &g[path], ws, bytes[3] - 1, NULL,
+                                            NULL) == MHA_ERR_WORKSPACE,
+                      "%s: mha_backward_parallel, a workspace one byte short", fc->name);
             free(ws);
         }
-        for (k = 0; k < 15; ++k) /* without and with the forward's statistics */
+        for (k = 0; k < 15; ++k) /* without and with the forward's statistics; mha_backward_parallel, whose
+                                    result is the same for any parallel_for */
             if (arr[0][k] && counts[k]) {
                 fast_compare(fc->name, names[k], arr[0][k], arr[1][k], counts[k], exact);
                 fast_compare(fc->name, names[k], arr[2][k], arr[1][k], counts[k], exact);
+                fast_compare(fc->name, names[k], arr[3][k], arr[1][k], counts[k], exact);
+                CHECK(memcmp(arr[3][k], arr[4][k], counts[k] * sizeof(float)) == 0,
+                      "%s: mha_backward_parallel's %s differ with its tasks run in another order", fc->name, names[k]);
+                CHECK(k < 3 || memcmp(arr[3][k], arr[0][k], counts[k] * sizeof(float)) == 0,
+                      "%s: mha_backward_parallel's %s differ from mha_backward's (a weight's gradient is one task's)",
+                      fc->name, names[k]);
             }
+        CHECK(backwards_tasks > 0 || !mha_build_info().fast || exact, "%s: mha_backward_parallel never called "
+              "its parallel_for", fc->name);
+        backwards_tasks = 0;
         printf("fast path: %-36s %s\n", fc->name, exact ? "the reference's, bit for bit" : "agrees with the reference");
-        for (path = 0; path < 3; ++path)
+        for (path = 0; path < 5; ++path)
             for (k = 0; k < 15; ++k) free(arr[path][k]);
         free(lse);
         free(fout);

@@ -45,6 +45,9 @@ static void interleaved(void *user, mha_task task, void *arg, int32_t count) {
 
 #ifdef TEST_FAST_THREADS /* make tsan: also on two real threads */
 #include "two_threads.h"
+#define TEST_FAST_OTHER two_threads
+#else
+#define TEST_FAST_OTHER interleaved
 #endif
 
 typedef struct stats {
@@ -353,6 +356,42 @@ static void test_parallel_and_packed(void) {
               memcmp(base, other, n_out * sizeof(float)) == 0,
           "parallel: two threads, bit for bit");
 #endif
+    { /* mha_backward_parallel: the same gradients for any schedule (2 kv heads: two tasks), and within rounding
+         of mha_backward's */
+        const size_t nq = (size_t)2 * PN * 70, nk = (size_t)2 * PM * 33, nv = (size_t)2 * PM * 65;
+        const size_t bb = mha_backward_parallel_workspace_size(&s, 2, PN, PM), b1 = mha_backward_workspace_size(&s, 2, PN, PM);
+        float *g[4][3], *dout = tu_floats(n_out, 1.0f);
+        void *bws = malloc(bb > b1 ? bb : b1);
+        int run, diff = 0;
+        double worst = 0.0, mx = 0.0;
+        size_t j;
+        for (run = 0; run < 4; ++run) { /* mha_backward; parallel: NULL, reversed, interleaved or two threads */
+            g[run][0] = tu_floats(nq, 0.0f);
+            g[run][1] = tu_floats(nk, 0.0f);
+            g[run][2] = tu_floats(nv, 0.0f);
+            CHECK((run == 0 ? mha_backward(&s, &p.w, 2, PN, PM, p.q, p.k, p.v, &mask, NULL, dout, g[0][0], g[0][1], g[0][2],
+                                           NULL, bws, b1)
+                            : mha_backward_parallel(&s, &p.w, 2, PN, PM, p.q, p.k, p.v, &mask, NULL, dout, g[run][0],
+                                                    g[run][1], g[run][2], NULL, bws, bb,
+                                                    run == 1 ? NULL : run == 2 ? reversed : TEST_FAST_OTHER, &calls)) ==
+                      MHA_OK,
+                  "backward parallel: run %d", run);
+        }
+        for (run = 2; run < 4; ++run)
+            for (j = 0; j < 3; ++j)
+                diff |= memcmp(g[1][j], g[run][j], (j == 0 ? nq : j == 1 ? nk : nv) * sizeof(float)) != 0;
+        CHECK(!diff, "backward parallel: the same gradients, bit for bit, for each schedule");
+        for (j = 0; j < nq; ++j) {
+            const double d = fabs((double)g[1][0][j] - g[0][0][j]);
+            if (fabs((double)g[0][0][j]) > mx) mx = fabs((double)g[0][0][j]);
+            if (!(d <= worst)) worst = d;
+        }
+        CHECK(worst <= 1e-5 * (1.0 + mx), "backward parallel: d_queries %.3g from mha_backward's", worst);
+        for (run = 0; run < 4; ++run)
+            for (j = 0; j < 3; ++j) free(g[run][j]);
+        free(dout);
+        free(bws);
+    }
 
     pbytes = mha_packed_weights_size(&s);
     pack = malloc(pbytes + 1);
