@@ -353,7 +353,9 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
         for (j = 0; dk && j < nk; ++j) ok &= isfinite(dk[j]);
         for (j = 0; j < nv; ++j) ok &= isfinite(dv[j]);
         if (!ok) FZ_FAIL("backward: finite data gave a gradient that is not finite");
-        v2 = fz_alloc(nv); /* the values moved along delta (delta: the exact difference of the floats) */
+        v2 = (float *)calloc(nv ? nv : 1, sizeof(float)); /* the values moved along delta (delta: the exact
+                                                             difference of the floats); calloc: gcc 12 -O2 saw
+                                                             it as maybe unset */
         for (j = 0; j < nv; ++j) v2[j] = v[j] + fz_value(r, 0, &ok) / 64.0f;
         naive_forward(s, w, batch, n, m, q, k, v, mask, o1, NULL);
         naive_forward(s, w, batch, n, m, q, k, v2, mask, o2, NULL);
