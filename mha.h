@@ -2448,7 +2448,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_row(size_t k, const float *a, const 
    bf16 inputs as 0 and flushes subnormal results. */
 #if MHA_BF16_DOT && !MHA_NO_SIMD && !MHA_NO_EXTRAS && defined(__AVX512F__) && defined(__AVX512BF16__)
 #define MHA__BFDP 1
-#define MHA__BF(c) (MHA__WTYPE(c) == MHA_BF16)
+#define MHA__BF(c) (MHA__WTYPE(c) == MHA_BF16 && mha__bf_pick())
 #define MHA__K_DPBF(r)                                                                                   \
     ar = _mm512_set1_epi32(((const int32_t *)(const void *)a)[(r) * lda + p]);                          \
     c0_##r = _mm512_dpbf16_ps(c0_##r, (__m512bh)ar, (__m512bh)b0);                                      \
@@ -2533,7 +2533,8 @@ MHA__PRIVATE MHA__INLINE void mha__vbf_pair(uint32_t *o, const float *a, const f
    kernel, and compare with the instructions where the CPU has them. */
 #if !MHA_NO_AMX && defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #define MHA__AMX 1
-/* -1: as the CPU allows (the default); 0: never; 1: the model; 2: the tiles (the tests set it) */
+/* -1: as the CPU allows (the default); 0: never (vdpbf16ps); 1: the model; 2: the tiles; 3: no bf16
+   products at all (mha__bf_pick; the tests set it) */
 static int mha__amx_use = -1;
 static int mha__amx_cpu; /* 0: not asked yet; 1: usable; -1: not */
 MHA__PRIVATE int mha__amx_ask(void) {
@@ -2554,7 +2555,7 @@ MHA__PRIVATE int mha__amx_ask(void) {
 }
 /* 0: mha__kernel_bf; 1: the model; 2: the tiles */
 MHA__PRIVATE int mha__amx(void) {
-    if (mha__amx_use >= 0) return mha__amx_use == 2 && mha__amx_ask() != 1 ? 0 : mha__amx_use;
+    if (mha__amx_use >= 0) return mha__amx_use == 2 && mha__amx_ask() != 1 ? 0 : mha__amx_use % 3;
     int cpu = __atomic_load_n(&mha__amx_cpu, __ATOMIC_RELAXED); /* threads may ask at once: each gets the answer */
     if (!cpu) {
         cpu = mha__amx_ask();
@@ -2715,6 +2716,26 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_tm(int two, size_t steps, const uint
 #define mha__amx() 0
 #define MHA__AMX 0
 #endif
+/* Whether bf16 weights take bf16 products (MHA__BF): by the AMX tiles where the process has them; else by
+   vdpbf16ps, but not on an Intel core (CPUID's vendor), where it ran at 0.50x the FMA peak and the
+   float path was faster (0.59 to 0.69x on M, B, L; an AMD EPYC's ran at 1.83 to 1.90x): there the
+   weights are widened to float, as without MHA_BF16_DOT. Asked once (relaxed atomics: threads may ask
+   at once). mha__amx_use (the tests) 0 to 2: bf16 products; 3: the float path. */
+static int mha__bf_vendor; /* 0: not asked yet; 1: Intel; -1: another */
+MHA__PRIVATE int mha__bf_pick(void) {
+    int v = __atomic_load_n(&mha__bf_vendor, __ATOMIC_RELAXED);
+#if MHA__AMX
+    if (mha__amx_use >= 0) return mha__amx_use != 3;
+    if (mha__amx() == 2) return 1;
+#endif
+    if (!v) {
+        unsigned r[4];
+        __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(0u), "c"(0u));
+        v = r[1] == 0x756e6547u && r[3] == 0x49656e69u && r[2] == 0x6c65746eu ? 1 : -1; /* "GenuineIntel" */
+        __atomic_store_n(&mha__bf_vendor, v, __ATOMIC_RELAXED);
+    }
+    return v != 1;
+}
 #else
 #define MHA__BFDP 0
 #define MHA__BF(c) 0

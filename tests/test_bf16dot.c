@@ -297,6 +297,43 @@ static void check_tiles(int have) {
     bfw_free(&b);
     tu_problem_free(&p);
 }
+
+/* Where bf16 products are declined (an Intel core without AMX; mha__amx_use 3 forces it), bf16
+   weights take the float path: the same bits as float weights of the same values, packed or not.
+   And which way this CPU goes by itself. */
+static void check_declined(void) {
+    mha_shape s = shape_of(4, 2, 37, 19, 23, 20, 17, 33, 0);
+    tu_problem p;
+    bfw b;
+    size_t no = (size_t)2 * 9 * (size_t)s.p_o, pbytes = mha_packed_weights_size(&s);
+    float *o16 = tu_floats(no, 0.0f), *o32 = tu_floats(no, 0.0f);
+    void *pk = malloc(pbytes);
+    int vendor;
+    tu_problem_make(&p, &s, 2, 9, 11, 1);
+    bfw_make(&b, &p);
+    mha__amx_use = 3;
+    CHECK(mha_forward(&s, &b.w32, 2, 9, 11, p.q, p.k, p.v, NULL, o32, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              mha_forward(&s, &b.w16, 2, 9, 11, p.q, p.k, p.v, NULL, o16, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              memcmp(o16, o32, no * sizeof(float)) == 0,
+          "declined: bf16 weights give float weights' results, bit for bit");
+    CHECK(mha_pack_weights(&s, &b.w16, pk, pbytes) == MHA_OK, "declined: pack");
+    b.w16.packed = pk;
+    CHECK(mha_forward(&s, &b.w16, 2, 9, 11, p.q, p.k, p.v, NULL, o16, NULL, p.ws, p.ws_bytes) == MHA_OK &&
+              memcmp(o16, o32, no * sizeof(float)) == 0,
+          "declined: packed bf16 weights too");
+    b.w16.packed = NULL;
+    mha__amx_use = -1;
+    vendor = mha__bf_pick(); /* (asks the CPU) */
+    printf("bf16 products on this CPU by themselves: %s\n",
+           mha__amx() == 2 ? "by the AMX tiles"
+           : vendor      ? "by vdpbf16ps (not an Intel core)"
+                         : "declined: the float path (an Intel core without AMX tiles)");
+    free(pk);
+    free(o16);
+    free(o32);
+    bfw_free(&b);
+    tu_problem_free(&p);
+}
 #endif
 
 static void check_all(void) {
@@ -352,6 +389,7 @@ int main(void) {
         }
         mha__amx_use = -1;
         check_tiles(have);
+        check_declined();
     }
 #else
     printf("-- GEMMs by vdpbf16ps (this build has no AMX code: not x86-64 Linux GNU C, or MHA_NO_AMX)\n");
