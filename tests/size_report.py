@@ -47,7 +47,8 @@ PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_h
           "mha_attend_workspace_size", "mha_cache_bytes", "mha_cache_append", "mha_decode", "mha_decode_parallel",
           "mha_decode_reference", "mha_decode_workspace_size", "mha_decode_reference_workspace_size",
           "mha_f16_from_f32", "mha_f32_from_f16", "mha_bf16_from_f32", "mha_f32_from_bf16", "mha_cache_bytes_typed",
-          "mha_backward", "mha_backward_workspace_size", "mha_forward_q8", "mha_q8_workspace_size", "mha_q8_rows",
+          "mha_backward", "mha_backward_workspace_size", "mha_backward_parallel",
+          "mha_backward_parallel_workspace_size", "mha_forward_q8", "mha_q8_workspace_size", "mha_q8_rows",
           "mha_q8_prepare", "mha_q8_rescale_make", "mha_q8_rescale_apply", "mha_decode_q8", "mha_cache_append_q8",
           "mha_q8_decode_workspace_size"]
 DECODER = ["mha_decode", "mha_cache_append"]
@@ -55,7 +56,8 @@ INT8 = ["mha_forward_q8"]
 # the backward pass: in the text of "everything" and in the per-function stack table, not in
 # the stack budgets (which hold the inference functions a firmware calls)
 TRAINING = ["mha_backward", "mha_backward_workspace_size", "mha_backward_reference",
-            "mha_backward_reference_workspace_size", "mha_forward_lse"]
+            "mha_backward_reference_workspace_size", "mha_forward_lse", "mha_backward_parallel",
+            "mha_backward_parallel_workspace_size"]
 # everything: the whole library (grew from 4096 when the decoding API came in,
 # to 8704 with RoPE, ALiBi, the soft-cap and sinks, to 9344 with the 16-bit
 # weight and cache types, to 13056 with the backward pass, and to 13824 with
