@@ -1772,8 +1772,9 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
    with a window (a ring): MHA__POS_SLOT, the one rule on every path, the
    int8 one included (P < cap without a window, where it is P). With e
    positions appended so far, slot j holds position j while e <= cap, else
-   the latest position p < e with p mod cap == j (mha__slot_pos). A query at position P sees positions <= P, and with a
-   window w >= 1 only those > P - w (cross-attention: every position held). */
+   the latest position p < e with p mod cap == j (mha__slot_pos). A query
+   at position P sees positions <= P, and with a window w >= 1 only those
+   > P - w (cross-attention: every position held). */
 #define MHA__POS_SLOT(P, cap) ((P) % (cap))
 MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
     return e <= cap ? j : e - cap + (j + cap - MHA__POS_SLOT(e, cap)) % cap;
@@ -2526,11 +2527,12 @@ MHA__PRIVATE MHA__INLINE void mha__vbf_pair(uint32_t *o, const float *a, const f
    x 32, mha__kernel_tiles) instead of mha__kernel_bf's blocks; asked once
    per process (mha__amx): the same pairs of A and B, summed in another
    order. A GEMM loads the tile configuration (mha__tiles_begin) and
-   releases the tiles at its end. The tile operations are instructions, or a plain-C model of
-   them (mha__tm_*: rows of 64 bytes, TDPBF16PS's products of a pair added
-   one after the other to the float, rounded to nearest even, subnormals
-   flushed) that the tests run on any CPU with AVX512-BF16 through the same
-   kernel, and compare with the instructions where the CPU has them. */
+   releases the tiles at its end. The tile operations are instructions, or
+   a plain-C model of them (mha__tm_*: rows of 64 bytes, TDPBF16PS's
+   products of a pair added one after the other to the float, rounded to
+   nearest even, subnormals flushed) that the tests run on any CPU with
+   AVX512-BF16 through the same kernel, and compare with the instructions
+   where the CPU has them. */
 #if !MHA_NO_AMX && defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
 #define MHA__AMX 1
 /* -1: as the CPU allows (the default); 0: never (vdpbf16ps); 1: the model; 2: the tiles; 3: no bf16

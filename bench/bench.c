@@ -295,7 +295,8 @@ static double flops_backward(const shape_row *r) {
    inputs', every weight's and bias's), median ms and GFLOP/s by
    flops_backward; its workspace and that at n = m = 4096 as a share of one
    n x m fp32 matrix; then mha_backward_parallel on two threads, timed
-   alternately with it. `row_only`: the table row alone (bench/peers.py). */
+   alternately with it. `row_only`: the table row alone (bench/peers.py);
+   2: that row for mha_backward_parallel on two threads. */
 static void bench_backward(double budget, const char *only, int row_only) {
     static const char *names = "MBL";
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
@@ -337,7 +338,11 @@ static void bench_backward(double budget, const char *only, int row_only) {
         start = now();
         while (runs < 200 && (runs < 3 || now() - start < (row_only ? 1.0 : 2.0) * budget)) {
             t0 = now();
-            if (mha_backward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, NULL, dout, dq, dk, dv, &g, ws, bytes) != MHA_OK) exit(1);
+            if (row_only == 2 ? mha_backward_parallel(&sh, &w, 1, r->n, r->m, q, k, v, NULL, NULL, dout, dq, dk, dv, &g,
+                                                      ws, bytes2, two_threads, NULL) != MHA_OK
+                              : mha_backward(&sh, &w, 1, r->n, r->m, q, k, v, NULL, NULL, dout, dq, dk, dv, &g, ws,
+                                             bytes) != MHA_OK)
+                exit(1);
             times[runs] = now() - t0;
             if (!row_only) {
                 t0 = now();
@@ -371,8 +376,9 @@ int main(int argc, char **argv) {
     int packed = strcmp(mode, "unpacked") != 0, once = strcmp(mode, "once") == 0, two = strcmp(mode, "two") == 0;
     int fast = two || strcmp(mode, "fast") == 0; /* "two": the fast path on 2 threads alone */
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
-    if (strcmp(mode, "backward") == 0) { /* one shape's backward row (bench/peers.py) */
-        bench_backward(budget, argc > 2 ? argv[2] : "all", 1);
+    if (strcmp(mode, "backward") == 0 || strcmp(mode, "backward2") == 0) { /* one shape's backward row
+                                                                              (bench/peers.py; 2: two threads) */
+        bench_backward(budget, argc > 2 ? argv[2] : "all", mode[8] ? 2 : 1);
         return 0;
     }
     fprintf(stderr, "bench: measuring the FMA peak...\n");

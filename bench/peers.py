@@ -29,7 +29,8 @@ throughput ratios mha.h / peer (> 1: mha.h is faster); then mha.h's speed-up on
 two threads and the spread of its rounds (the largest distance of a round's time from
 their median, as a share of the median: +-).
 Then the backward pass (mha_backward, every gradient) against PyTorch's
-autograd backward through nn.MultiheadAttention, shapes M, B and L, one thread.
+autograd backward through nn.MultiheadAttention, shapes M, B and L, one thread,
+then two (mha_backward_parallel with the same pool; PyTorch's own threads).
 Then one decoding step (bench_decode sweep: D2's shape at cache lengths 256 ..
 32768) for the plot.
 
@@ -132,8 +133,9 @@ def torch_child(name, seconds, threads, backward):
     print(1e3 * median(times))
 
 
-def mha_backward_ms(name, seconds):
-    return float(row_of(run([os.path.join(BUILD, "bench"), str(seconds), name, "backward"]), name)[2])
+def mha_backward_ms(name, seconds, threads=1):
+    mode = "backward" if threads == 1 else "backward2"  # 2: mha_backward_parallel on two threads
+    return float(row_of(run([os.path.join(BUILD, "bench"), str(seconds), name, mode]), name)[2])
 
 
 def median(xs):
@@ -209,19 +211,25 @@ def main():
         print("ONNX Runtime's binding: %.4f ms a run (a one-element Identity graph, median), included in its times"
               % median(overhead))
     # the backward pass against PyTorch's autograd, alternating in the same way
-    back = {s: {"mha.h": [], "PyTorch": []} for s in BACKWARD}
+    back = {s: {"mha.h": [], "PyTorch": [], "mha.h 2": [], "PyTorch 2": []} for s in BACKWARD}
     for r in range(rounds):
         for name in BACKWARD:
             print("peers: backward, round %d of %d, shape %s" % (r + 1, rounds, name), file=sys.stderr, flush=True)
             back[name]["mha.h"].append(mha_backward_ms(name, seconds))
             back[name]["PyTorch"].append(torch_ms(name, seconds, 1, backward=True))
+            back[name]["mha.h 2"].append(mha_backward_ms(name, seconds, 2))
+            back[name]["PyTorch 2"].append(torch_ms(name, seconds, 2, backward=True))
     print()
-    print("backward (every gradient), one thread each; median of %d rounds of median times" % rounds)
-    print("| shape | mha.h ms | PyTorch autograd ms | mha.h / PyTorch |")
-    print("|---|---|---|---|")
+    print("backward (every gradient), one thread each, then two (mha_backward_parallel; PyTorch's intra-op "
+          "threads); median of %d rounds of median times" % rounds)
+    print("| shape | mha.h ms | PyTorch autograd ms | mha.h / PyTorch | mha.h 2 threads ms | PyTorch 2 threads ms "
+          "| mha.h / PyTorch, 2 threads |")
+    print("|---|---|---|---|---|---|---|")
     for name in BACKWARD:
         ours, pt = median(back[name]["mha.h"]), median(back[name]["PyTorch"])
-        print("| %s | %.3f | %.3f | %.2f |" % (name, ours, pt, pt / ours), flush=True)
+        ours2, pt2 = median(back[name]["mha.h 2"]), median(back[name]["PyTorch 2"])
+        print("| %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |" % (name, ours, pt, pt / ours, ours2, pt2, pt2 / ours2),
+              flush=True)
     # a decoding step against the cache length, for the picture
     print("peers: decoding steps against the cache length (bench_decode sweep)...", file=sys.stderr, flush=True)
     sweep = run([os.path.join(BUILD, "bench_decode"), str(min(seconds, 0.5)), "sweep"])
