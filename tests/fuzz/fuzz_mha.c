@@ -230,6 +230,54 @@ static void fz_backward_again(const mha_shape *s, const mha_weights *w, int32_t 
     }
 }
 
+/* mha_backward_parallel (one thread) on the case of an MHA_OK mha_backward (dq, dk may be NULL, dv
+   not): MHA_OK; every gradient finite exactly where mha_backward's is and, where the data are
+   finite, within the tolerance of it; one byte short of its workspace: MHA_ERR_WORKSPACE and
+   nothing written. */
+static void fz_backward_parallel(const mha_shape *s, const mha_weights *w, int32_t batch, int32_t n, int32_t m,
+                                 const float *q, const float *k, const float *v, const mha_mask *mask,
+                                 const float *lse, const float *dout, const float *dq, const float *dk,
+                                 const float *dv, int finite) {
+    const size_t nx[3] = {(size_t)batch * (size_t)n * (size_t)s->d_q, (size_t)batch * (size_t)m * (size_t)s->d_k,
+                          (size_t)batch * (size_t)m * (size_t)s->d_v};
+    const float *got[3];
+    float *again[3];
+    const size_t bytes = mha_backward_parallel_workspace_size(s, batch, n, m);
+    size_t j;
+    int which;
+    void *ws = malloc(bytes ? bytes : 1);
+    got[0] = dq;
+    got[1] = dk;
+    got[2] = dv;
+    for (which = 0; which < 3; ++which) {
+        again[which] = got[which] ? fz_alloc(nx[which]) : NULL;
+        for (j = 0; again[which] && j < nx[which]; ++j) again[which][j] = 7.0f;
+    }
+    if (bytes == 0) FZ_FAIL("backward parallel: no workspace size for a case mha_backward ran");
+    if (mha_backward_parallel(s, w, batch, n, m, q, k, v, mask, lse, dout, again[0], again[1], again[2], NULL, ws,
+                              bytes - 1, NULL, NULL) != MHA_ERR_WORKSPACE)
+        FZ_FAIL("backward parallel: a workspace one byte short is not MHA_ERR_WORKSPACE");
+    for (which = 0; which < 3; ++which)
+        for (j = 0; again[which] && j < nx[which]; ++j)
+            if (again[which][j] != 7.0f) FZ_FAIL("backward parallel: an error wrote a gradient");
+    if (mha_backward_parallel(s, w, batch, n, m, q, k, v, mask, lse, dout, again[0], again[1], again[2], NULL, ws,
+                              bytes, NULL, NULL) != MHA_OK)
+        FZ_FAIL("backward parallel: not MHA_OK where mha_backward was");
+    for (which = 0; which < 3; ++which) {
+        double mx = 0.0;
+        for (j = 0; again[which] && j < nx[which]; ++j)
+            mx = isfinite(got[which][j]) && fabs((double)got[which][j]) > mx ? fabs((double)got[which][j]) : mx;
+        for (j = 0; again[which] && j < nx[which]; ++j) {
+            const double a = (double)got[which][j], b = (double)again[which][j];
+            if (isfinite(a) != isfinite(b) || (finite && !(fabs(a - b) <= 1e-4 * (1.0 + mx))))
+                FZ_FAIL("backward parallel: gradient %d [%lu] = %.9g, mha_backward's %.9g", which, (unsigned long)j,
+                        b, a);
+        }
+        free(again[which]);
+    }
+    free(ws);
+}
+
 /* A rescale from the input: mostly a valid one (mha_q8_rescale_make of a
    factor in [2^-20, 2^10)), else any multiplier and shift; *ok cleared when
    it is out of the docs' ranges. */
@@ -340,6 +388,8 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
     if (got != want) FZ_FAIL("backward: status %d, predicted %d", (int)got, (int)want);
     if (got == MHA_OK && (lse || !dout_finite)) fz_backward_again(s, w, batch, n, m, q, k, v, mask, lse, dout, dq, dk,
                                                                     dv, finite && dout_finite && !fz_huge);
+    if (got == MHA_OK && !fz_huge)
+        fz_backward_parallel(s, w, batch, n, m, q, k, v, mask, lse, dout, dq, dk, dv, finite && dout_finite);
     free(lse);
     if (got != MHA_OK) {
         for (j = 0; dq && j < nq; ++j) ok &= dq[j] == 7.0f;
