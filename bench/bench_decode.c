@@ -18,6 +18,13 @@
    positions, and each timed call decodes t tokens at position m (the
    lengths are set back to m before every call).
 
+   Then the 16-bit table, and the same step with cold caches: before every
+   timed step a buffer of twice the last-level cache (sysfs's size; at
+   least 64 MiB, at most 2 GiB) is written, so that the step reads its
+   cache and weights from memory, as a decoder does whose other layers
+   passed through the caches in between (one thread and two, % of the
+   streaming read).
+
        bench_decode [SECONDS_PER_SHAPE [SHAPE | sweep]]     default 1.0 s, every shape
 
    "sweep": the first table alone, for D2's shape at cache lengths 256,
@@ -252,12 +259,42 @@ static void bench16(const dshape *r, double budget, double bw1) {
     free(kf); free(ch[0]); free(ch[1]); free(pack); free(x); free(ws);
 }
 
+/* ---- cold caches ----------------------------------------------------------------
+   Bytes of the buffer written before each cold step: twice the last-level
+   cache that sysfs reports (64 MiB when it reports none), within [64 MiB, 2 GiB]. */
+static size_t flush_bytes(void) {
+    static const char *const paths[] = {"/sys/devices/system/cpu/cpu0/cache/index3/size",
+                                        "/sys/devices/system/cpu/cpu0/cache/index2/size"};
+    size_t best = 0, k;
+    for (k = 0; k < 2 && !best; ++k) {
+        FILE *f = fopen(paths[k], "r");
+        unsigned long v = 0;
+        char unit = 0;
+        if (!f) continue;
+        if (fscanf(f, "%lu%c", &v, &unit) >= 1)
+            best = (size_t)v * (unit == 'K' ? 1024u : unit == 'M' ? 1048576u : 1u);
+        fclose(f);
+    }
+    best *= 2;
+    if (best < ((size_t)64 << 20)) best = (size_t)64 << 20;
+    if (best > ((size_t)2 << 30)) best = (size_t)2 << 30;
+    return best;
+}
+static void flush_caches(unsigned char *buf, size_t n) {
+    static unsigned char v;
+    memset(buf, ++v, n);
+    if (buf[n / 2] != v) printf("?"); /* keeps the writes */
+}
+
 enum { ONE, TWO, BASE };
 #define SWEEP_COUNT 8 /* cache lengths of the sweep: 256, 512, .. 32768 */
 
 /* One row of the table: shape r (the s-th of count, for the progress
-   lines), one thread, two threads, the baseline. */
-static void bench_step(const dshape *r, size_t s, size_t count, double budget, double bw1) {
+   lines), one thread, two threads, the baseline; with flush (cold caches:
+   a buffer of flush_n bytes written before each step, not timed) one thread
+   and two, and a row of its own. */
+static void bench_step(const dshape *r, size_t s, size_t count, double budget, double bw1, double bw2,
+                       unsigned char *flush, size_t flush_n) {
     mha_shape sh = {0};
     mha_weights w = {0};
     mha_weight_counts c;
@@ -304,13 +341,15 @@ static void bench_step(const dshape *r, size_t s, size_t count, double budget, d
     ws = alloc(bytes);
     /* cache (every slot in use after the step) + weights + biases */
     step_bytes = 4 * (2 * kvp * (size_t)cap + c.w_q + c.w_k + c.w_v + c.w_o + c.b_q + c.b_k + c.b_v + c.b_o);
-    for (path = ONE; path <= BASE; ++path) {
+    for (path = ONE; path <= (flush ? TWO : BASE); ++path) {
         size_t runs = 0;
-        fprintf(stderr, "bench_decode: shape %s (%zu of %zu): %s...\n", r->name, s + 1, count,
-                path == ONE ? "one thread" : path == TWO ? "two threads" : "llama2.c-style baseline");
+        fprintf(stderr, "bench_decode: shape %s (%zu of %zu): %s%s...\n", r->name, s + 1, count,
+                path == ONE ? "one thread" : path == TWO ? "two threads" : "llama2.c-style baseline",
+                flush ? ", cold caches" : "");
         start = now();
         while (runs < runs_max && (runs < 3 || now() - start < budget)) {
             len = r->m;
+            if (flush) flush_caches(flush, flush_n);
             t0 = now();
             if (path == BASE) {
                 baseline_step(&bl, r, &w, r->m, x, out_bl);
@@ -324,6 +363,17 @@ static void bench_step(const dshape *r, size_t s, size_t count, double budget, d
         qsort(times, runs, sizeof times[0], cmp_double);
         ms[path] = 1e3 * times[runs / 2];
         mn[path] = 1e3 * times[0];
+    }
+    if (flush) {
+        printf("| %s | %d | %zu | %.3f | %.1f | %.0f %% | %.3f | %.1f | %.0f %% |\n", r->name, r->m, step_bytes,
+               ms[ONE], (double)step_bytes / ms[ONE] * 1e-6, 100.0 * (double)step_bytes / ms[ONE] * 1e-6 / bw1,
+               ms[TWO], (double)step_bytes / ms[TWO] * 1e-6, 100.0 * (double)step_bytes / ms[TWO] * 1e-6 / bw2);
+        fflush(stdout);
+        free((void *)w.w_q); free((void *)w.b_q); free((void *)w.w_k); free((void *)w.b_k);
+        free((void *)w.w_v); free((void *)w.b_v); free((void *)w.w_o); free((void *)w.b_o);
+        free(pack); free(cache.k); free(bl.kc); free(bl.vc); free(bl.q); free(bl.xb); free(bl.att);
+        free(x); free(out); free(out_bl); free(ws);
+        return;
     }
     for (j = 0; j < r->t * r->d; ++j) { /* the same step, relative to the output's scale */
         double e = fabs((double)out[j] - (double)out_bl[j]) / (1.0 + fabs((double)out_bl[j]));
@@ -359,13 +409,13 @@ int main(int argc, char **argv) {
             d.m = 256 << s;
             snprintf(names[s], sizeof names[s], "S%d", d.m);
             d.name = names[s];
-            bench_step(&d, s, SWEEP_COUNT, budget, bw1);
+            bench_step(&d, s, SWEEP_COUNT, budget, bw1, bw2, NULL, 0);
         }
         return 0;
     }
     for (s = 0; s < count; ++s)
         if (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0)
-            bench_step(&SHAPES[s], s, count, budget, bw1);
+            bench_step(&SHAPES[s], s, count, budget, bw1, bw2, NULL, 0);
     printf("\n16-bit weights and caches, one thread, side by side (f16 and bf16 against float; max diff: the "
            "16-bit output's largest difference from the float one, |diff| / (1 + |out|))\n");
     printf("| shape | bytes float | bytes 16-bit | float ms | f16 ms | bf16 ms | f16 GB/s | %% of stream |"
@@ -374,5 +424,18 @@ int main(int argc, char **argv) {
     for (s = 0; s < count; ++s)
         if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
             bench16(&SHAPES[s], budget, bw1);
+    {
+        const size_t fn = flush_bytes();
+        unsigned char *fb = (unsigned char *)alloc(fn);
+        printf("\ncold caches: %zu MiB written before every step (twice the last-level cache), one thread and two\n",
+               fn >> 20);
+        printf("| shape | m | bytes per step | cold ms | cold GB/s | %% of stream | cold 2 threads ms | cold GB/s, 2 threads"
+               " | %% of the 2-thread stream |\n");
+        printf("|---|---|---|---|---|---|---|---|---|\n");
+        for (s = 0; s < count; ++s)
+            if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
+                bench_step(&SHAPES[s], s, count, budget, bw1, bw2, fb, fn);
+        free(fb);
+    }
     return 0;
 }
