@@ -356,7 +356,7 @@ static void bench_backward(double budget, const char *only, int row_only) {
         qsort(times, runs, sizeof times[0], cmp_double);
         ms = 1e3 * times[runs / 2];
         printf("| %s | %.3f | %.3f | %.1f | %zu | %zu (1/%.0f) |", r->name, ms, 1e3 * times[0],
-               flops_backward(r) / ms * 1e-6, bytes, big, 4096.0 * 4096.0 * 4.0 / (double)big);
+               flops_backward(r) / ms * 1e-6, row_only == 2 ? bytes2 : bytes, big, 4096.0 * 4096.0 * 4.0 / (double)big);
         if (!row_only) {
             qsort(times2, runs, sizeof times2[0], cmp_double);
             ms2 = 1e3 * times2[runs / 2];
