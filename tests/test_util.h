@@ -51,6 +51,10 @@ TU_UNUSED static float tu_uniform(float lo, float hi) {
 TU_UNUSED static float *tu_floats(size_t count, float scale) {
     float *p = (float *)malloc((count ? count : 1) * sizeof(float));
     size_t i;
+    if (!p) { /* a small target out of heap: a failure, not writes through NULL */
+        printf("FAIL tu_floats: no memory for %lu floats\n", (unsigned long)count);
+        exit(1);
+    }
     for (i = 0; i < count; ++i) p[i] = tu_uniform(-scale, scale);
     return p;
 }
