@@ -2719,17 +2719,18 @@ MHA__PRIVATE MHA__NOINLINE void mha__kernel_tm(int two, size_t steps, const uint
 #define MHA__AMX 0
 #endif
 /* Whether bf16 weights take bf16 products (MHA__BF): by the AMX tiles where the process has them; else by
-   vdpbf16ps, but not on an Intel core (CPUID's vendor), where it ran at 0.50x the FMA peak and the
+   vdpbf16ps, but not on an Intel core (CPUID's vendor), where it ran at 0.46-0.50x the FMA peak and the
    float path was faster (0.59 to 0.69x on M, B, L; an AMD EPYC's ran at 1.83 to 1.90x): there the
    weights are widened to float, as without MHA_BF16_DOT. Asked once (relaxed atomics: threads may ask
    at once). mha__amx_use (the tests) 0 to 2: bf16 products; 3: the float path. */
 static int mha__bf_vendor; /* 0: not asked yet; 1: Intel; -1: another */
 MHA__PRIVATE int mha__bf_pick(void) {
-    int v = __atomic_load_n(&mha__bf_vendor, __ATOMIC_RELAXED);
+    int v;
 #if MHA__AMX
     if (mha__amx_use >= 0) return mha__amx_use != 3;
     if (mha__amx() == 2) return 1;
 #endif
+    v = __atomic_load_n(&mha__bf_vendor, __ATOMIC_RELAXED);
     if (!v) {
         unsigned r[4];
         __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(0u), "c"(0u));
