@@ -6092,9 +6092,11 @@ MHA__PRIVATE int32_t mha__q8_sat(int64_t x) {
 }
 MHA__PRIVATE int64_t mha__q8_asr(int64_t x, int32_t s) { return x < 0 ? ~(~x >> s) : x >> s; }
 
-/* x rescaled by r, for an r that mha__q8_rescale_ok accepts (the shifts
-   below are then by 0 .. 62 bits: no undefined behaviour for any x). */
-MHA__PRIVATE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
+/* x rescaled by r, for an r that mha__q8_rescale_ok accepts, the exact
+   way: int64 products and shifts by 0 .. 62 bits (no undefined behaviour
+   for any x). mha__q8_rescale below takes it only where x 2^shift
+   overflows int32; it is the definition the fast form must equal. */
+MHA__PRIVATE int32_t mha__q8_rescale_wide(int32_t x, mha_q8_rescale r) {
 #if MHA_Q8_SINGLE_ROUNDING
     const int32_t total = 31 - r.shift; /* 1 .. 62 */
     return mha__q8_sat(mha__q8_asr((int64_t)x * r.multiplier + ((int64_t)1 << (total - 1)), total));
@@ -6110,6 +6112,48 @@ MHA__PRIVATE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
     return (int32_t)(mha__q8_asr(hi, right) + (rem > (mask >> 1) + (hi < 0) ? 1 : 0));
 #endif
 }
+
+/* floor(x / 2^s) for 0 <= s <= 31, without shifting a negative number. */
+MHA__PRIVATE MHA__INLINE int32_t mha__q8_asr32(int32_t x, int32_t s) { return x < 0 ? ~(~x >> s) : x >> s; }
+
+/* The same rescale with one 32 x 32 -> 64 product and shifts by constants
+   (no 64-bit shift by a variable, which a 32-bit core makes a call):
+   a = x 2^left fits int32 (else mha__q8_rescale_wide), P = a multiplier,
+   |P| < 2^62. Both roundings are then, exactly:
+     shift >= 0: floor((P + 2^30) / 2^31), which fits int32 (|a| <= 2^31,
+                 multiplier < 2^31): the single rounding of x m / 2^(31 -
+                 shift), and TFLite's doubling high multiply with nothing
+                 left to divide;
+     shift < 0, single: floor((P + 2^(30 + s)) / 2^(31 + s)), s = -shift,
+                 = floor((f + 2^(s-1)) / 2^s) for f = floor(P / 2^31) (floors
+                 nest) = floor(f / 2^s) + bit s - 1 of f;
+     shift < 0, double: h = floor((P + 2^30) / 2^31), then divided by 2^s
+                 rounded half away from zero as above.
+   The tests compare both with an independent model on every shift and the
+   edges of x 2^left (the -Os build, AVR's, runs the exact form alone). */
+#ifdef __OPTIMIZE_SIZE__ /* -Os: the exact form alone, called (the int8 size budget) */
+#define mha__q8_rescale mha__q8_rescale_wide
+#else /* inline in the per-element loops: about 25 000 rescales a keyword-spotting layer */
+MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
+    const int32_t left = r.shift > 0 ? r.shift : 0, s = r.shift > 0 ? 0 : -r.shift;
+    const int32_t lim = (int32_t)((uint32_t)1 << (31 - left) >> 1); /* 2^(30 - left) */
+    int64_t p;
+    int32_t h;
+    if (left && (x >= 2 * lim || x < -2 * lim)) return mha__q8_rescale_wide(x, r);
+    p = (int64_t)(x * ((int32_t)1 << left)) * r.multiplier;
+#if MHA_Q8_SINGLE_ROUNDING
+    if (s) {
+        h = (int32_t)mha__q8_asr(p, 31);
+        return mha__q8_asr32(h, s) + (int32_t)((uint32_t)h >> (s - 1) & 1u);
+    }
+#endif
+    h = (int32_t)mha__q8_asr(p + ((int64_t)1 << 30), 31);
+    {
+        const uint32_t mask = ((uint32_t)1 << s) - 1u;
+        return mha__q8_asr32(h, s) + (((uint32_t)h & mask) > (mask >> 1) + (uint32_t)(h < 0) ? 1 : 0);
+    }
+}
+#endif
 
 /* A rescale the int8 calls accept: shift in [-31, 30], multiplier 0 or in
    [2^30, 2^31). */

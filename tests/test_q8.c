@@ -683,46 +683,69 @@ static void q8_hostile(void) {
                   mha_q8_rescale_apply(INT32_MIN, r) == INT32_MIN,
               "a large rescale saturates");
     }
-    /* mha_q8_rescale_apply over every shift it accepts, edge values of x and of the multiplier: within one of
-       the exact product rounded to nearest (the two roundings of the default can differ from it by one),
-       saturated; with MHA_Q8_SINGLE_ROUNDING exactly that; no undefined behaviour (make sanitize runs this
-       under -fsanitize=undefined -fno-sanitize-recover); a rescale the calls refuse gives 0 */
+    /* mha_q8_rescale_apply over every shift it accepts, edge values of x (also where x 2^shift leaves int32,
+       the edge of the library's 32-bit form) and of the multiplier, and random ones: exactly this model, by
+       int64 division (no shifts): the default, TFLite's two roundings, hi = floor((x m + 2^(30 - left)) /
+       2^(31 - left)) saturated (left = max(shift, 0)), then hi / 2^(-shift) rounded half away from zero;
+       with MHA_Q8_SINGLE_ROUNDING the exact x m 2^(shift - 31) rounded to nearest, ties up, saturated. No
+       undefined behaviour (make sanitize runs this under -fsanitize=undefined -fno-sanitize-recover); a
+       rescale the calls refuse gives 0 */
     {
         static const int32_t xs[] = {INT32_MIN, INT32_MIN + 1, -65536, -1000, -2, -1, 0, 1, 2, 3, 1000, 65535,
                                      INT32_MAX - 1, INT32_MAX};
         static const int32_t ms[] = {0, (int32_t)1 << 30, ((int32_t)1 << 30) + 1, 1518500250, INT32_MAX - 1,
                                      INT32_MAX};
         mha_q8_rescale r;
-        int32_t sh;
+        int32_t sh, x;
         size_t xi, mi;
         int exact = 1, bad = 1;
         unsigned long tried = 0;
+        uint32_t rnd = 12345u;
         for (sh = -31; sh <= 30; ++sh)
-            for (mi = 0; mi < sizeof ms / sizeof ms[0]; ++mi)
-                for (xi = 0; xi < sizeof xs / sizeof xs[0]; ++xi) {
-                    /* x m 2^(sh - 31) = (x m) / 2^(31 - sh) exactly in long double? not on every target: the
-                       quotient and remainder of the int64 product by 2^(31 - sh), 1 <= 31 - sh <= 62 */
-                    const int64_t prod = (int64_t)xs[xi] * (int64_t)ms[mi];
-                    const int e = 31 - sh;
-                    const int64_t den = (int64_t)1 << (e > 62 ? 62 : e);
-                    int64_t qt = prod / den, rm = prod % den, want;
+            for (mi = 0; mi < sizeof ms / sizeof ms[0] + 8; ++mi)
+                for (xi = 0; xi < sizeof xs / sizeof xs[0] + 6 + 16; ++xi) {
+                    const int left = sh > 0 ? sh : 0, right = sh > 0 ? 0 : -sh;
+                    const int64_t edge = (int64_t)1 << (31 - left); /* x 2^left fits int32 for -edge <= x < edge */
+                    static const int32_t near[6] = {-1, 0, 1, -1, 0, 1};
+                    int64_t prod, den, qt, rm, want;
+                    int e;
                     int32_t got;
-                    if (rm < 0) { /* floor */
-                        qt -= 1;
-                        rm += den;
-                    }
-                    if (rm > den / 2 || (rm == den / 2 && den > 1)) ++qt; /* nearest, ties up */
-                    want = qt > INT32_MAX ? INT32_MAX : qt < INT32_MIN ? INT32_MIN : qt;
-                    r.multiplier = ms[mi];
+                    rnd = rnd * 1664525u + 1013904223u;
+                    x = xi < sizeof xs / sizeof xs[0] ? xs[xi]
+                        : xi < sizeof xs / sizeof xs[0] + 6
+                            ? (int32_t)((xi - sizeof xs / sizeof xs[0] < 3 ? edge : -edge) +
+                                        near[xi - sizeof xs / sizeof xs[0]])
+                            : (int32_t)(rnd >> (rnd % 32)) * (rnd & 1 ? 1 : -1);
+                    if (x == INT32_MIN + 0 && xi >= sizeof xs / sizeof xs[0]) x = INT32_MIN; /* edge 2^31 clipped */
+                    r.multiplier = mi < sizeof ms / sizeof ms[0] ? ms[mi]
+                                                                : (int32_t)(((int32_t)1 << 30) | (rnd * 2654435761u >> 2));
                     r.shift = sh;
-                    got = mha_q8_rescale_apply(xs[xi], r);
-                    if (Q8_SINGLE)
-                        exact &= (int64_t)got == want;
-                    else
-                        exact &= (int64_t)got - want <= 1 && want - (int64_t)got <= 1;
+                    prod = (int64_t)x * (int64_t)r.multiplier;
+                    if (Q8_SINGLE) { /* x m / 2^(31 - sh), 1 <= 31 - sh <= 62 */
+                        e = 31 - sh;
+                        den = (int64_t)1 << e;
+                        qt = prod / den, rm = prod % den;
+                        if (rm < 0) qt -= 1, rm += den;              /* floor */
+                        if (rm > den / 2 || (rm == den / 2 && den > 1)) ++qt; /* nearest, ties up */
+                        want = qt > INT32_MAX ? INT32_MAX : qt < INT32_MIN ? INT32_MIN : qt;
+                    } else {
+                        den = (int64_t)1 << (31 - left);
+                        qt = prod + den / 2; /* |x m| < 2^62: no overflow */
+                        rm = qt % den;
+                        qt = qt / den - (rm < 0 ? 1 : 0); /* floor */
+                        qt = qt > INT32_MAX ? INT32_MAX : qt < INT32_MIN ? INT32_MIN : qt;
+                        den = (int64_t)1 << right;
+                        want = qt >= 0 ? (qt + den / 2) / den : -((-qt + den / 2) / den); /* half away from 0 */
+                    }
+                    got = mha_q8_rescale_apply(x, r);
+                    if ((int64_t)got != want && exact) {
+                        printf("  rescale x %ld m %ld shift %ld: %ld, model %ld\n", (long)x, (long)r.multiplier,
+                               (long)sh, (long)got, (long)want);
+                        exact = 0;
+                    }
                     ++tried;
                 }
-        CHECK(exact, "mha_q8_rescale_apply within its rounding of x m 2^(shift - 31), %lu cases", tried);
+        CHECK(exact, "mha_q8_rescale_apply exactly the model of its rounding, %lu cases", tried);
         r.multiplier = 0;
         for (sh = 0; sh < 4; ++sh) {
             static const int32_t out_of_range[4] = {100, -1000, INT32_MIN, 31};
