@@ -6155,6 +6155,32 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
 }
 #endif
 
+#if MHA__Q8_MVE && !MHA_Q8_SINGLE_ROUNDING
+/* Helium: four rescales at once (TFLite's two roundings, as above): x
+   2^left by VSHL (where a lane overflows, each lane by mha__q8_rescale
+   instead), the doubling high multiply by VQRDMULH (its one saturating
+   case, both operands INT32_MIN, cannot occur: multiplier >= 0), then the
+   division by 2^s rounded half away from zero as VRSHL's round half up
+   of h - 1 where h < 0 and s > 0 (VQADD: h = INT32_MIN stays, with the
+   same result). r: four rescales in a row. */
+MHA__PRIVATE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
+    const int32x4x2_t ms = vld2q_s32(&r->multiplier); /* val[0] multipliers, val[1] shifts */
+    const int32x4_t left = vmaxq_s32(ms.val[1], vdupq_n_s32(0)), right = vminq_s32(ms.val[1], vdupq_n_s32(0));
+    const int32x4_t a = vshlq_s32(x, left);
+    int32x4_t h;
+    if (vcmpneq_s32(a, vqshlq_s32(x, left))) { /* some x 2^left past int32 */
+        int32_t v[4];
+        int k;
+        vst1q_s32(v, x);
+        for (k = 0; k < 4; ++k) v[k] = mha__q8_rescale(v[k], r[k]);
+        return vld1q_s32(v);
+    }
+    h = vqrdmulhq_s32(a, ms.val[0]);
+    h = vqaddq_s32(h, vandq_s32(vshrq_n_s32(h, 31), vshrq_n_s32(right, 31)));
+    return vrshlq_s32(h, right);
+}
+#endif
+
 /* A rescale the int8 calls accept: shift in [-31, 30], multiplier 0 or in
    [2^30, 2^31). */
 MHA__PRIVATE int mha__q8_rescale_ok(const mha_q8_rescale *r) {
@@ -6437,6 +6463,43 @@ MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t
     *a1 = s1;
 }
 
+#if MHA__Q8_MVE
+/* Helium: four rows' sums sum_c W_rc (x_c - zx) at once, from int8 x as
+   sum_c W_rc x_c - zx sum_c W_rc: sixteen products a VMLADAVA.S8, the row
+   sums by VADDVA.S8 only where zx != 0; the same integers as mha__q8_dot
+   (each part within int32: |W x| <= 2^14 a term, d <= 65535; the
+   difference is the sum itself, taken modulo 2^32). */
+MHA__PRIVATE void mha__q8_dot4(const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3,
+                               const int8_t *x, int32_t zx, size_t d, int32_t acc[4]) {
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+    size_t c = 0;
+    for (; c + 16 <= d; c += 16) {
+        const int8x16_t xv = vldrbq_s8(x + c), a = vldrbq_s8(w0 + c), b = vldrbq_s8(w1 + c),
+                        e = vldrbq_s8(w2 + c), f = vldrbq_s8(w3 + c);
+        s0 = vmladavaq_s8(s0, a, xv);
+        s1 = vmladavaq_s8(s1, b, xv);
+        s2 = vmladavaq_s8(s2, e, xv);
+        s3 = vmladavaq_s8(s3, f, xv);
+        if (zx) {
+            t0 = vaddvaq_s8(t0, a);
+            t1 = vaddvaq_s8(t1, b);
+            t2 = vaddvaq_s8(t2, e);
+            t3 = vaddvaq_s8(t3, f);
+        }
+    }
+    for (; c < d; ++c) {
+        s0 += w0[c] * x[c], t0 += w0[c];
+        s1 += w1[c] * x[c], t1 += w1[c];
+        s2 += w2[c] * x[c], t2 += w2[c];
+        s3 += w3[c] * x[c], t3 += w3[c];
+    }
+    acc[0] = (int32_t)((uint32_t)s0 - (uint32_t)zx * (uint32_t)t0);
+    acc[1] = (int32_t)((uint32_t)s1 - (uint32_t)zx * (uint32_t)t1);
+    acc[2] = (int32_t)((uint32_t)s2 - (uint32_t)zx * (uint32_t)t2);
+    acc[3] = (int32_t)((uint32_t)s3 - (uint32_t)zx * (uint32_t)t3);
+}
+#endif
+
 /* The linear stages for one row, y = W x for W = W_q (which 0), W_k (1),
    W_v (2) or W_o (3): y[r] = zy + rescale_r(b[r] + sum_c W[r][c] (x[c] -
    zx)), clamped to int8, with each matrix's rows, input size, rescales and
@@ -6448,6 +6511,12 @@ MHA__PRIVATE MHA__INLINE int8_t mha__q8_clamp(int32_t v, int32_t zero) {
     return (int8_t)(v > 127 - zero ? 127 : v < -128 - zero ? -128 : v + zero);
 }
 
+/* Row r's output from its sum: zy + rescale_r(acc + b[r]), clamped. */
+MHA__PRIVATE MHA__INLINE int8_t mha__q8_row_out(int32_t acc, const int32_t *bias, const mha_q8_rescale *rs, size_t r,
+                                                int32_t zy) {
+    return mha__q8_clamp(mha__q8_rescale(mha__q8_sat((int64_t)acc + (bias ? bias[r] : 0)), rs[r]), zy);
+}
+
 MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, const int8_t *x, int8_t *y) {
     const mha_q8_weights *w = c->w;
     const mha_q8_params *p = c->p;
@@ -6457,17 +6526,33 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
     const size_t rows = which == 0 ? c->h * c->pq : which == 1 ? c->kv * c->pk : which == 2 ? c->kv * c->pv : c->po;
     const size_t d = which == 0 ? c->dq : which == 1 ? c->dk : which == 2 ? c->dv : c->h * c->pv;
     const int32_t zy = which == 0 ? p->zero_q : which == 1 ? p->zero_k : which == 2 ? p->zero_v : p->zero_out;
+    const int32_t zx = which == 0 ? p->zero_in_q : which == 1 ? p->zero_in_k : which == 2 ? p->zero_in_v : p->zero_heads;
     int16_t *x16 = MHA__Q8_X16(c);
-    size_t r;
-    int32_t acc[2];
-    mha__q8_offset(x, which == 0 ? p->zero_in_q : which == 1 ? p->zero_in_k : which == 2 ? p->zero_in_v : p->zero_heads,
-                   d, x16);
-    for (r = 0; r < rows; ++r) {
+    size_t r = 0;
+    int32_t acc[4];
+#if MHA__Q8_MVE
+    for (; r < rows; r += 4) { /* four rows a pass (the last pass repeats its last row as needed) */
+        const int8_t *w0 = wt + r * d, *w3 = wt + (r + 3 < rows ? r + 3 : rows - 1) * d;
+        size_t k;
+        mha__q8_dot4(w0, r + 1 < rows ? w0 + d : w3, r + 2 < rows ? w0 + 2 * d : w3, w3, x, zx, d, acc);
+#if !MHA_Q8_SINGLE_ROUNDING
+        if (r + 4 <= rows) { /* saturated + bias, rescaled, + zy clamped: four at once */
+            int32x4_t v = vqaddq_s32(vld1q_s32(acc), bias ? vld1q_s32(bias + r) : vdupq_n_s32(0));
+            v = vqaddq_s32(mha__q8_vrescale(v, rs + r), vdupq_n_s32(zy));
+            vstrbq_s32(y + r, vmaxq_s32(vminq_s32(v, vdupq_n_s32(127)), vdupq_n_s32(-128)));
+            continue;
+        }
+#endif
+        for (k = 0; k < 4 && r + k < rows; ++k) y[r + k] = mha__q8_row_out(acc[k], bias, rs, r + k, zy);
+    }
+#endif
+    if (r < rows) mha__q8_offset(x, zx, d, x16);
+    for (; r < rows; ++r) {
         if (r % 2 == 0 && r + 1 < rows)
             mha__q8_dot2(wt + r * d, wt + (r + 1) * d, x16, d, &acc[0], &acc[1]);
         else if (r % 2 == 0)
             acc[0] = mha__q8_dot(wt + r * d, x16, d);
-        y[r] = mha__q8_clamp(mha__q8_rescale(mha__q8_sat((int64_t)acc[r % 2] + (bias ? bias[r] : 0)), rs[r]), zy);
+        y[r] = mha__q8_row_out(acc[r % 2], bias, rs, r, zy);
     }
 }
 

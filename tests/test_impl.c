@@ -14,6 +14,16 @@
 #include "test_hooks.h"
 uint32_t hook_q8_exp2(int32_t y) { return mha__q8_exp2(y); }
 int hook_q8_single(void) { return MHA_Q8_SINGLE_ROUNDING; }
+int hook_q8_vrescale(const int32_t x[4], const mha_q8_rescale r[4], int32_t y[4]) {
+#if MHA__Q8_MVE && !MHA_Q8_SINGLE_ROUNDING
+    vst1q_s32(y, mha__q8_vrescale(vld1q_s32(x), r));
+    return 1;
+#else
+    int k;
+    for (k = 0; k < 4; ++k) y[k] = mha__q8_rescale(x[k], r[k]);
+    return 0;
+#endif
+}
 #if MHA_FAST
 int hook_vl(void) { return MHA__VL; }
 int hook_mr(void) { return (int)MHA__MR; }

@@ -746,6 +746,39 @@ static void q8_hostile(void) {
                     ++tried;
                 }
         CHECK(exact, "mha_q8_rescale_apply exactly the model of its rounding, %lu cases", tried);
+        /* Helium's four rescales at once (mha__q8_vrescale, where the object has it) equal these one by one:
+           every shift, lanes mixing shifts and x where x 2^shift leaves int32 (the lanes' own path), ties */
+        {
+            int32_t xv[4], yv[4];
+            mha_q8_rescale r4[4];
+            int lanes = 0, alike = 1, l;
+            unsigned long groups = 0;
+            for (sh = -31; sh <= 30; ++sh)
+                for (xi = 0; xi < 64; ++xi) {
+                    for (l = 0; l < 4; ++l) {
+                        rnd = rnd * 1664525u + 1013904223u;
+                        r4[l].shift = l == 0 || (rnd & 3) ? sh : (int32_t)(rnd >> 8) % 31 - 15;
+                        r4[l].multiplier = (rnd & 12) == 0 ? 0 : (int32_t)(((int32_t)1 << 30) | (rnd * 2654435761u >> 2));
+                        xv[l] = xi < 14 ? xs[(xi + (size_t)l) % 14]
+                                : xi < 20 ? (int32_t)(((int64_t)1 << (31 - (r4[l].shift > 0 ? r4[l].shift : 0))) -
+                                                      (int64_t)(xi - 17))
+                                : xi < 40 ? (int32_t)((rnd >> 4) & 0xffffu) * (rnd & 1 ? 1 : -1) *
+                                                (int32_t)(1u << (rnd >> 28)) /* ties more often: few low bits set */
+                                          : (int32_t)(rnd >> (rnd % 32)) * (rnd & 2 ? 1 : -1);
+                    }
+                    lanes = hook_q8_vrescale(xv, r4, yv);
+                    for (l = 0; l < 4; ++l)
+                        if (yv[l] != mha_q8_rescale_apply(xv[l], r4[l]) && alike) {
+                            printf("  four at once: x %ld m %ld shift %ld: %ld, one by one %ld\n", (long)xv[l],
+                                   (long)r4[l].multiplier, (long)r4[l].shift, (long)yv[l],
+                                   (long)mha_q8_rescale_apply(xv[l], r4[l]));
+                            alike = 0;
+                        }
+                    ++groups;
+                }
+            CHECK(alike, "the rescales four at once (%s) equal mha_q8_rescale_apply, %lu groups", lanes ? "Helium" :
+                  "no Helium in this build: one by one", groups);
+        }
         r.multiplier = 0;
         for (sh = 0; sh < 4; ++sh) {
             static const int32_t out_of_range[4] = {100, -1000, INT32_MIN, 31};
