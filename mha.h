@@ -6155,7 +6155,7 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
 }
 #endif
 
-#if MHA__Q8_MVE && !MHA_Q8_SINGLE_ROUNDING
+#if MHA__Q8_MVE
 /* Helium: four rescales at once (TFLite's two roundings, as above): x
    2^left by VSHL (where a lane overflows, each lane by mha__q8_rescale
    instead), the doubling high multiply by VQRDMULH (its one saturating
@@ -6164,6 +6164,13 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
    of h - 1 where h < 0 and s > 0 (VQADD: h = INT32_MIN stays, with the
    same result). r: four rescales in a row. */
 MHA__PRIVATE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
+#if MHA_Q8_SINGLE_ROUNDING /* one by one */
+    int32_t v[4];
+    int k;
+    vst1q_s32(v, x);
+    for (k = 0; k < 4; ++k) v[k] = mha__q8_rescale(v[k], r[k]);
+    return vld1q_s32(v);
+#else
     const int32x4x2_t ms = vld2q_s32(&r->multiplier); /* val[0] multipliers, val[1] shifts */
     const int32x4_t left = vmaxq_s32(ms.val[1], vdupq_n_s32(0)), right = vminq_s32(ms.val[1], vdupq_n_s32(0));
     const int32x4_t a = vshlq_s32(x, left);
@@ -6178,6 +6185,7 @@ MHA__PRIVATE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
     h = vqrdmulhq_s32(a, ms.val[0]);
     h = vqaddq_s32(h, vandq_s32(vshrq_n_s32(h, 31), vshrq_n_s32(right, 31)));
     return vrshlq_s32(h, right);
+#endif
 }
 #endif
 
@@ -6535,14 +6543,12 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
         const int8_t *w0 = wt + r * d, *w3 = wt + (r + 3 < rows ? r + 3 : rows - 1) * d;
         size_t k;
         mha__q8_dot4(w0, r + 1 < rows ? w0 + d : w3, r + 2 < rows ? w0 + 2 * d : w3, w3, x, zx, d, acc);
-#if !MHA_Q8_SINGLE_ROUNDING
         if (r + 4 <= rows) { /* saturated + bias, rescaled, + zy clamped: four at once */
             int32x4_t v = vqaddq_s32(vld1q_s32(acc), bias ? vld1q_s32(bias + r) : vdupq_n_s32(0));
             v = vqaddq_s32(mha__q8_vrescale(v, rs + r), vdupq_n_s32(zy));
             vstrbq_s32(y + r, vmaxq_s32(vminq_s32(v, vdupq_n_s32(127)), vdupq_n_s32(-128)));
             continue;
         }
-#endif
         for (k = 0; k < 4 && r + k < rows; ++k) y[r + k] = mha__q8_row_out(acc[k], bias, rs, r + k, zy);
     }
 #endif
@@ -6561,6 +6567,14 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
 MHA__PRIVATE MHA__INLINE int8_t mha__q8_head(const mha_q8_params *p, int32_t acc, int seen) {
     return mha__q8_clamp(seen ? mha__q8_rescale(acc, p->head) : 0, p->zero_heads);
 }
+#if MHA__Q8_MVE
+/* Four of them at once (a key seen): into ho where pr says. */
+MHA__PRIVATE MHA__INLINE void mha__q8_head4(const mha_q8_params *p, int32x4_t acc, const mha_q8_rescale *h4, int8_t *ho,
+                                            mve_pred16_t pr) {
+    const int32x4_t v = vqaddq_s32(mha__q8_vrescale(acc, h4), vdupq_n_s32(p->zero_heads));
+    vstrbq_p_s32(ho, vmaxq_s32(vminq_s32(v, vdupq_n_s32(127)), vdupq_n_s32(-128)), pr);
+}
+#endif
 
 /* 2^(y / 65536) for y <= 0, in Q15 (0 .. 32768): y = -(16 k + i + r / 4096)
    / 16 in 16ths; 2^(-i/16) from a table (Q31), 2^(-r/65536) = e^(-z),
@@ -6594,6 +6608,110 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
      4. head_c = zero_heads + rescale_head(sum_j p_j (v_jc - zero_v)), the
         sum as sum_j p_j v_jc - zero_v sum_j p_j (a key of p_j = 0 adds
         nothing); every key masked: zero_heads */
+#if MHA__Q8_MVE
+/* Helium's parts of the attend stage below. A key's score sum_c k_c (q_c -
+   zq) from int8 k and q (pq of them) as sum k q - zq sum k: sixteen
+   products a VMLADAVA.S8, the tail predicated (VCTP); the same integers. */
+MHA__PRIVATE int32_t mha__q8_kdot(const int8_t *k, const int8_t *q, int32_t zq, size_t pq) {
+    int32_t s = 0, t = 0;
+    size_t a;
+    for (a = 0; a < pq; a += 16) {
+        const mve_pred16_t pr = vctp8q((uint32_t)(pq - a));
+        const int8x16_t kv = vldrbq_z_s8(k + a, pr);
+        s = vmladavaq_s8(s, kv, vldrbq_z_s8(q + a, pr));
+        t = vaddvaq_s8(t, kv);
+    }
+    return (int32_t)((uint32_t)s - (uint32_t)zq * (uint32_t)t);
+}
+/* step 1: the scores of keys lo .. hi - 1 into sc, their max returned; a
+   query of at most 16 values held in one vector for every key. */
+MHA__PRIVATE int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, size_t first, int32_t *sc) {
+    const mha__q8_row *r = MHA__Q8_ROW(c);
+    const int8_t *q = c->qp + i * c->pq;
+    const int32_t zq = c->p->zero_q, zk = c->p->zero_k;
+    const mve_pred16_t pr = vctp8q((uint32_t)c->pq);
+    const int8x16_t qv = vldrbq_z_s8(q, pr);
+    int32_t mx = INT32_MIN;
+    size_t j, n = r->hi - r->lo, slot;
+    for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+        const int8_t *k = r->ka + slot * r->kst;
+        if (r->keep && !r->keep[r->lo + j]) {
+            sc[j] = INT32_MIN;
+            continue;
+        }
+        if (c->pq <= 16) {
+            const int8x16_t kv = vldrbq_z_s8(k, pr);
+            sc[j] = (int32_t)((uint32_t)vmladavq_s8(kv, qv) - (uint32_t)zq * (uint32_t)vaddvq_s8(kv)) - zk * qsum;
+        } else
+            sc[j] = mha__q8_kdot(k, q, zq, c->pq) - zk * qsum;
+        if (sc[j] > mx) mx = sc[j];
+    }
+    return mx;
+}
+/* mha__q8_exp2 of four at once, the same integers: z = round(r c / 2^16)
+   by VQRDMULH of r 2^15 and c, z^2 and z^3 by VQRDMULH (z >= 0, so
+   (2ab + 2^31) >> 32 is (ab + 2^30) >> 31), z^3 / 6 by VMULH.U32 with
+   0xAAAAAAAB and a shift of 2 (exact for every uint32), the table's value
+   times poly by VRMULH.U32 of twice it (below 2^32 but for 2^31, whose
+   product is poly itself), the last rounding shift by VRSHL (k > 15: 0). */
+MHA__PRIVATE uint32x4_t mha__q8_vexp2(int32x4_t y) {
+    static const uint32_t pow2[16] = { /* round(2^(31 - i/16)) */
+        2147483648u, 2056437387u, 1969251188u, 1885761398u, 1805811301u, 1729250827u, 1655936265u, 1585730000u,
+        1518500250u, 1454120821u, 1392470869u, 1333434672u, 1276901417u, 1222764986u, 1170923762u, 1121280436u};
+    const uint32x4_t u = vsubq_u32(vdupq_n_u32(0), vreinterpretq_u32_s32(y)), k = vshrq_n_u32(u, 16);
+    const uint32x4_t idx = vandq_u32(vshrq_n_u32(u, 12), vdupq_n_u32(15));
+    const int32x4_t r = vreinterpretq_s32_u32(vandq_u32(u, vdupq_n_u32(4095)));
+    const int32x4_t z = vqrdmulhq_s32(vshlq_n_s32(r, 15), vdupq_n_s32(1488522236));
+    const int32x4_t z2 = vqrdmulhq_s32(z, z), z3 = vqrdmulhq_s32(z2, z);
+    const uint32x4_t sixth = vshrq_n_u32(vmulhq_u32(vaddq_u32(vreinterpretq_u32_s32(z3), vdupq_n_u32(3)),
+                                                    vdupq_n_u32(0xAAAAAAABu)), 2);
+    const uint32x4_t poly = vsubq_u32(vaddq_u32(vsubq_u32(vdupq_n_u32(2147483648u), vreinterpretq_u32_s32(z)),
+                                                vshrq_n_u32(vreinterpretq_u32_s32(z2), 1)), sixth);
+    const uint32x4_t p2 = vldrwq_gather_shifted_offset_u32(pow2, idx);
+    const uint32x4_t t = vpselq_u32(poly, vrmulhq_u32(vshlq_n_u32(p2, 1), poly), vcmpeqq_n_u32(idx, 0));
+    const int32x4_t sh = vnegq_s32(vreinterpretq_s32_u32(vaddq_u32(vminq_u32(k, vdupq_n_u32(16)), vdupq_n_u32(16))));
+    return vpselq_u32(vdupq_n_u32(0), vrshlq_u32(t, sh), vcmphiq_n_u32(k, 15));
+}
+/* step 2 four scores at once: their rescales by mha__q8_vrescale (r4: the
+   score's rescale four times), a masked key's (INT32_MIN) made INT32_MIN,
+   whose 2^(y/65536) is 0; their exps by mha__q8_vexp2. The sum of the e_j. */
+MHA__PRIVATE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_q8_rescale *r4) {
+    uint64_t sum = 0;
+    size_t j, l;
+    for (j = 0; j < n; j += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
+        const int32x4_t x = vldrwq_z_s32(sc + j, pr), min = vdupq_n_s32(INT32_MIN);
+        uint32_t e[4];
+        vst1q_u32(e, mha__q8_vexp2(vpselq_s32(min, mha__q8_vrescale(vsubq_s32(x, vdupq_n_s32(mx)), r4),
+                                              vcmpeqq_s32(x, min))));
+        for (l = 0; l < 4 && j + l < n; ++l) sum += (uint32_t)(sc[j + l] = (int32_t)e[l]);
+    }
+    return sum;
+}
+/* step 4 for columns a .. a + 15 (those below p_v): sum_j p_j v_jc into
+   four vectors (VLDRB.S32, VMLA), then head_c four at once. */
+MHA__PRIVATE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, size_t a,
+                             const mha_q8_rescale *h4, int8_t *ho) {
+    const mha__q8_row *r = MHA__Q8_ROW(c);
+    const uint32_t rem = (uint32_t)(c->pv - a);
+    const mve_pred16_t p0 = vctp32q(rem), p1 = vctp32q(rem > 4 ? rem - 4 : 0), p2 = vctp32q(rem > 8 ? rem - 8 : 0),
+                       p3 = vctp32q(rem > 12 ? rem - 12 : 0);
+    int32x4_t a0 = vdupq_n_s32(base), a1 = a0, a2 = a0, a3 = a0;
+    size_t j, slot;
+    for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+        const int8_t *v = r->va + slot * r->vst + a;
+        a0 = vmlaq_n_s32(a0, vldrbq_z_s32(v, p0), sc[j]);
+        a1 = vmlaq_n_s32(a1, vldrbq_z_s32(v + 4, p1), sc[j]);
+        a2 = vmlaq_n_s32(a2, vldrbq_z_s32(v + 8, p2), sc[j]);
+        a3 = vmlaq_n_s32(a3, vldrbq_z_s32(v + 12, p3), sc[j]);
+    }
+    mha__q8_head4(c->p, a0, h4, ho + a, p0);
+    mha__q8_head4(c->p, a1, h4, ho + a + 4, p1);
+    mha__q8_head4(c->p, a2, h4, ho + a + 8, p2);
+    mha__q8_head4(c->p, a3, h4, ho + a + 12, p3);
+}
+#endif
+
 MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const mha_q8_params *p = c->p;
     const mha__q8_row *r = MHA__Q8_ROW(c);
@@ -6604,18 +6722,25 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     uint64_t sum = 0;
     uint32_t recip;
     size_t j, a, slot;
+#if MHA__Q8_MVE
+    const mha_q8_rescale s4[4] = {p->score, p->score, p->score, p->score}, h4[4] = {p->head, p->head, p->head, p->head};
+#endif
     for (a = 0; a < c->pq; ++a) qsum += q16[a];
-    /* 1. */
+    /* 1., 2. */
+#if MHA__Q8_MVE
+    mx = mha__q8_scores(c, i, qsum, first, sc);
+    sum = mha__q8_exps(sc, n, mx, s4);
+#else
     for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
         sc[j] = r->keep && !r->keep[r->lo + j] ? INT32_MIN
                                               : mha__q8_dot(r->ka + slot * r->kst, q16, c->pq) - p->zero_k * qsum;
         if (sc[j] > mx) mx = sc[j];
     }
-    /* 2. */
     for (j = 0; j < n; ++j) {
         sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha__q8_rescale(sc[j] - mx, p->score));
         sum += (uint32_t)sc[j];
     }
+#endif
     /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */
     recip = sum ? (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum) : 0;
     for (j = 0; j < n; ++j) {
@@ -6623,25 +6748,21 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
         psum += sc[j];
     }
     /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22;
-       with Helium four columns at a time (VLDRB.S32, VMLA) */
-    a = 0;
+       with Helium sixteen columns a pass */
 #if MHA__Q8_MVE
-    for (; a + 4 <= c->pv; a += 4) {
-        int32x4_t acc = vdupq_n_s32(-p->zero_v * psum);
-        int32_t four[4];
-        int l;
-        for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
-            acc = vmlaq_n_s32(acc, vldrbq_s32(r->va + slot * r->vst + a), sc[j]);
-        vst1q_s32(four, acc);
-        for (l = 0; l < 4; ++l) ho[a + (size_t)l] = mha__q8_head(p, four[l], sum != 0);
+    for (a = 0; a < c->pv; a += 16) {
+        if (sum) mha__q8_pv(c, sc, n, first, -p->zero_v * psum, a, h4, ho);
+        else
+            for (j = a; j < c->pv && j < a + 16; ++j) ho[j] = mha__q8_head(p, 0, 0);
     }
-#endif
-    for (; a < c->pv; ++a) {
+#else
+    for (a = 0; a < c->pv; ++a) {
         int32_t acc = -p->zero_v * psum;
         for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
             acc += sc[j] * r->va[slot * r->vst + a];
         ho[a] = mha__q8_head(p, acc, sum != 0);
     }
+#endif
 }
 
 /* The project stage for query row `row`: into qp, and q16 (less zero_q)

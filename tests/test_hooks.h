@@ -14,6 +14,7 @@ void hook_vexp(const float *in, float *out);  /* the vector exp and tanh over ho
 void hook_vtanh(const float *in, float *out);
 uint32_t hook_q8_exp2(int32_t y);            /* the int8 path's integer exp (mha__q8_exp2) */
 int hook_q8_single(void);                    /* MHA_Q8_SINGLE_ROUNDING of the object */
+int hook_q8_vexp2(const int32_t y[4], uint32_t e[4]); /* four exps at once (Helium's mha__q8_vexp2; 1 if it ran) */
 struct mha_q8_rescale;                       /* the int8 path's four rescales at once (Helium's mha__q8_vrescale; */
 int hook_q8_vrescale(const int32_t x[4], const struct mha_q8_rescale r[4], int32_t y[4]); /* 1 if it ran) */
 #endif

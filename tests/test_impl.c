@@ -14,10 +14,20 @@
 #include "test_hooks.h"
 uint32_t hook_q8_exp2(int32_t y) { return mha__q8_exp2(y); }
 int hook_q8_single(void) { return MHA_Q8_SINGLE_ROUNDING; }
-int hook_q8_vrescale(const int32_t x[4], const mha_q8_rescale r[4], int32_t y[4]) {
-#if MHA__Q8_MVE && !MHA_Q8_SINGLE_ROUNDING
-    vst1q_s32(y, mha__q8_vrescale(vld1q_s32(x), r));
+int hook_q8_vexp2(const int32_t y[4], uint32_t e[4]) {
+#if MHA__Q8_MVE
+    vst1q_u32(e, mha__q8_vexp2(vld1q_s32(y)));
     return 1;
+#else
+    int k;
+    for (k = 0; k < 4; ++k) e[k] = mha__q8_exp2(y[k]);
+    return 0;
+#endif
+}
+int hook_q8_vrescale(const int32_t x[4], const mha_q8_rescale r[4], int32_t y[4]) {
+#if MHA__Q8_MVE
+    vst1q_s32(y, mha__q8_vrescale(vld1q_s32(x), r));
+    return !MHA_Q8_SINGLE_ROUNDING; /* with single rounding it takes them one by one */
 #else
     int k;
     for (k = 0; k < 4; ++k) y[k] = mha__q8_rescale(x[k], r[k]);
