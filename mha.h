@@ -6537,7 +6537,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
     const int32_t zx = which == 0 ? p->zero_in_q : which == 1 ? p->zero_in_k : which == 2 ? p->zero_in_v : p->zero_heads;
     int16_t *x16 = MHA__Q8_X16(c);
     size_t r = 0;
-    int32_t acc[4];
+    int32_t acc[MHA__Q8_MVE ? 4 : 2];
 #if MHA__Q8_MVE
     for (; r < rows; r += 4) { /* four rows a pass (the last pass repeats its last row as needed) */
         const int8_t *w0 = wt + r * d, *w3 = wt + (r + 3 < rows ? r + 3 : rows - 1) * d;
@@ -6672,10 +6672,11 @@ MHA__PRIVATE uint32x4_t mha__q8_vexp2(int32x4_t y) {
     const int32x4_t sh = vnegq_s32(vreinterpretq_s32_u32(vaddq_u32(vminq_u32(k, vdupq_n_u32(16)), vdupq_n_u32(16))));
     return vpselq_u32(vdupq_n_u32(0), vrshlq_u32(t, sh), vcmphiq_n_u32(k, 15));
 }
-/* step 2 four scores at once: their rescales by mha__q8_vrescale (r4: the
+/* step 2 four scores at once: their rescales by mha__q8_vrescale (the
    score's rescale four times), a masked key's (INT32_MIN) made INT32_MIN,
    whose 2^(y/65536) is 0; their exps by mha__q8_vexp2. The sum of the e_j. */
-MHA__PRIVATE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_q8_rescale *r4) {
+MHA__PRIVATE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_q8_params *p) {
+    const mha_q8_rescale r4[4] = {p->score, p->score, p->score, p->score};
     uint64_t sum = 0;
     size_t j, l;
     for (j = 0; j < n; j += 4) {
@@ -6688,11 +6689,13 @@ MHA__PRIVATE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_
     }
     return sum;
 }
-/* step 4 for columns a .. a + 15 (those below p_v): sum_j p_j v_jc into
-   four vectors (VLDRB.S32, VMLA), then head_c four at once. */
-MHA__PRIVATE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, size_t a,
-                             const mha_q8_rescale *h4, int8_t *ho) {
+/* step 4 sixteen columns a pass: sum_j p_j v_jc into four vectors
+   (VLDRB.S32, VMLA), then head_c four at once; where no key is seen, the
+   heads' zero point. */
+MHA__PRIVATE void mha__q8_pv16(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, size_t a,
+                               int8_t *ho) {
     const mha__q8_row *r = MHA__Q8_ROW(c);
+    const mha_q8_rescale h4[4] = {c->p->head, c->p->head, c->p->head, c->p->head};
     const uint32_t rem = (uint32_t)(c->pv - a);
     const mve_pred16_t p0 = vctp32q(rem), p1 = vctp32q(rem > 4 ? rem - 4 : 0), p2 = vctp32q(rem > 8 ? rem - 8 : 0),
                        p3 = vctp32q(rem > 12 ? rem - 12 : 0);
@@ -6710,6 +6713,47 @@ MHA__PRIVATE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size
     mha__q8_head4(c->p, a2, h4, ho + a + 8, p2);
     mha__q8_head4(c->p, a3, h4, ho + a + 12, p3);
 }
+MHA__PRIVATE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, int seen,
+                             int8_t *ho) {
+    size_t a;
+    for (a = 0; a < c->pv; a += 16)
+        if (seen) mha__q8_pv16(c, sc, n, first, base, a, ho);
+    for (a = 0; !seen && a < c->pv; ++a) ho[a] = mha__q8_head(c->p, 0, 0);
+}
+#else
+/* The same parts in plain C (SMLAD products with the DSP extension). */
+MHA__PRIVATE MHA__INLINE int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, size_t first, int32_t *sc) {
+    const mha__q8_row *r = MHA__Q8_ROW(c);
+    const int16_t *q16 = c->q16 + i * c->pq;
+    int32_t mx = INT32_MIN;
+    size_t j, n = r->hi - r->lo, slot;
+    for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+        sc[j] = r->keep && !r->keep[r->lo + j] ? INT32_MIN
+                                              : mha__q8_dot(r->ka + slot * r->kst, q16, c->pq) - c->p->zero_k * qsum;
+        if (sc[j] > mx) mx = sc[j];
+    }
+    return mx;
+}
+MHA__PRIVATE MHA__INLINE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_q8_params *p) {
+    uint64_t sum = 0;
+    size_t j;
+    for (j = 0; j < n; ++j) {
+        sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha__q8_rescale(sc[j] - mx, p->score));
+        sum += (uint32_t)sc[j];
+    }
+    return sum;
+}
+MHA__PRIVATE MHA__INLINE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base,
+                                          int seen, int8_t *ho) {
+    const mha__q8_row *r = MHA__Q8_ROW(c);
+    size_t j, slot, a;
+    for (a = 0; a < c->pv; ++a) {
+        int32_t acc = base;
+        for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
+            acc += sc[j] * r->va[slot * r->vst + a];
+        ho[a] = mha__q8_head(c->p, acc, seen);
+    }
+}
 #endif
 
 MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
@@ -6718,51 +6762,23 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const size_t n = r->hi - r->lo, first = MHA__POS_SLOT(r->lo, r->ring);
     const int16_t *q16 = c->q16 + i * c->pq;
     int8_t *ho = c->cat + i * c->pv;
-    int32_t *sc = MHA__Q8_SC(c), mx = INT32_MIN, qsum = 0, psum = 0;
-    uint64_t sum = 0;
+    int32_t *sc = MHA__Q8_SC(c), mx, qsum = 0, psum = 0;
+    uint64_t sum;
     uint32_t recip;
-    size_t j, a, slot;
-#if MHA__Q8_MVE
-    const mha_q8_rescale s4[4] = {p->score, p->score, p->score, p->score}, h4[4] = {p->head, p->head, p->head, p->head};
-#endif
+    size_t j, a;
     for (a = 0; a < c->pq; ++a) qsum += q16[a];
-    /* 1., 2. */
-#if MHA__Q8_MVE
+    /* 1. */
     mx = mha__q8_scores(c, i, qsum, first, sc);
-    sum = mha__q8_exps(sc, n, mx, s4);
-#else
-    for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
-        sc[j] = r->keep && !r->keep[r->lo + j] ? INT32_MIN
-                                              : mha__q8_dot(r->ka + slot * r->kst, q16, c->pq) - p->zero_k * qsum;
-        if (sc[j] > mx) mx = sc[j];
-    }
-    for (j = 0; j < n; ++j) {
-        sc[j] = sc[j] == INT32_MIN ? 0 : (int32_t)mha__q8_exp2(mha__q8_rescale(sc[j] - mx, p->score));
-        sum += (uint32_t)sc[j];
-    }
-#endif
+    /* 2. */
+    sum = mha__q8_exps(sc, n, mx, p);
     /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */
     recip = sum ? (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum) : 0;
     for (j = 0; j < n; ++j) {
         sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
         psum += sc[j];
     }
-    /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22;
-       with Helium sixteen columns a pass */
-#if MHA__Q8_MVE
-    for (a = 0; a < c->pv; a += 16) {
-        if (sum) mha__q8_pv(c, sc, n, first, -p->zero_v * psum, a, h4, ho);
-        else
-            for (j = a; j < c->pv && j < a + 16; ++j) ho[j] = mha__q8_head(p, 0, 0);
-    }
-#else
-    for (a = 0; a < c->pv; ++a) {
-        int32_t acc = -p->zero_v * psum;
-        for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
-            acc += sc[j] * r->va[slot * r->vst + a];
-        ho[a] = mha__q8_head(p, acc, sum != 0);
-    }
-#endif
+    /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22 */
+    mha__q8_pv(c, sc, n, first, -p->zero_v * psum, sum != 0, ho);
 }
 
 /* The project stage for query row `row`: into qp, and q16 (less zero_q)
