@@ -6163,7 +6163,7 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
    division by 2^s rounded half away from zero as VRSHL's round half up
    of h - 1 where h < 0 and s > 0 (VQADD: h = INT32_MIN stays, with the
    same result). r: four rescales in a row. */
-MHA__PRIVATE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
+MHA__PRIVATE MHA__INLINE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
 #if MHA_Q8_SINGLE_ROUNDING /* one by one */
     int32_t v[4];
     int k;
@@ -6633,6 +6633,15 @@ MHA__PRIVATE int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, si
     const int8x16_t qv = vldrbq_z_s8(q, pr);
     int32_t mx = INT32_MIN;
     size_t j, n = r->hi - r->lo, slot;
+    if (!r->keep && c->pq <= 16) { /* the common case, without a test a key */
+        const int32_t off = zk * qsum;
+        for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+            const int8x16_t kv = vldrbq_z_s8(r->ka + slot * r->kst, pr);
+            sc[j] = (int32_t)((uint32_t)vmladavq_s8(kv, qv) - (uint32_t)zq * (uint32_t)vaddvq_s8(kv)) - off;
+            mx = sc[j] > mx ? sc[j] : mx;
+        }
+        return mx;
+    }
     for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
         const int8_t *k = r->ka + slot * r->kst;
         if (r->keep && !r->keep[r->lo + j]) {
@@ -6654,7 +6663,7 @@ MHA__PRIVATE int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, si
    0xAAAAAAAB and a shift of 2 (exact for every uint32), the table's value
    times poly by VRMULH.U32 of twice it (below 2^32 but for 2^31, whose
    product is poly itself), the last rounding shift by VRSHL (k > 15: 0). */
-MHA__PRIVATE uint32x4_t mha__q8_vexp2(int32x4_t y) {
+MHA__PRIVATE MHA__INLINE uint32x4_t mha__q8_vexp2(int32x4_t y) {
     static const uint32_t pow2[16] = { /* round(2^(31 - i/16)) */
         2147483648u, 2056437387u, 1969251188u, 1885761398u, 1805811301u, 1729250827u, 1655936265u, 1585730000u,
         1518500250u, 1454120821u, 1392470869u, 1333434672u, 1276901417u, 1222764986u, 1170923762u, 1121280436u};
@@ -6701,7 +6710,14 @@ MHA__PRIVATE void mha__q8_pv16(const mha__q8 *c, const int32_t *sc, size_t n, si
                        p3 = vctp32q(rem > 12 ? rem - 12 : 0);
     int32x4_t a0 = vdupq_n_s32(base), a1 = a0, a2 = a0, a3 = a0;
     size_t j, slot;
-    for (j = 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+    for (j = 0, slot = first; rem >= 16 && j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) { /* unpredicated */
+        const int8_t *v = r->va + slot * r->vst + a;
+        a0 = vmlaq_n_s32(a0, vldrbq_s32(v), sc[j]);
+        a1 = vmlaq_n_s32(a1, vldrbq_s32(v + 4), sc[j]);
+        a2 = vmlaq_n_s32(a2, vldrbq_s32(v + 8), sc[j]);
+        a3 = vmlaq_n_s32(a3, vldrbq_s32(v + 12), sc[j]);
+    }
+    for (j = rem >= 16 ? n : 0, slot = first; j < n; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
         const int8_t *v = r->va + slot * r->vst + a;
         a0 = vmlaq_n_s32(a0, vldrbq_z_s32(v, p0), sc[j]);
         a1 = vmlaq_n_s32(a1, vldrbq_z_s32(v + 4, p1), sc[j]);
@@ -6712,6 +6728,19 @@ MHA__PRIVATE void mha__q8_pv16(const mha__q8 *c, const int32_t *sc, size_t n, si
     mha__q8_head4(c->p, a1, h4, ho + a + 4, p1);
     mha__q8_head4(c->p, a2, h4, ho + a + 8, p2);
     mha__q8_head4(c->p, a3, h4, ho + a + 12, p3);
+}
+/* step 3 four at once: p_j = (e_j R + 2^30) >> 31 as VRMULH.U32 of 2 e_j
+   (<= 2^16) and R: (2 e_j R + 2^31) >> 32, the same. Their sum. */
+MHA__PRIVATE int32_t mha__q8_probs(int32_t *sc, size_t n, uint32_t recip) {
+    uint32_t psum = 0;
+    size_t j;
+    for (j = 0; j < n; j += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
+        const uint32x4_t p = vrmulhq_u32(vshlq_n_u32(vldrwq_z_u32((const uint32_t *)sc + j, pr), 1), vdupq_n_u32(recip));
+        vstrwq_p_u32((uint32_t *)sc + j, p, pr);
+        psum = vaddvaq_p_u32(psum, p, pr);
+    }
+    return (int32_t)psum;
 }
 MHA__PRIVATE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, int seen,
                              int8_t *ho) {
@@ -6743,6 +6772,15 @@ MHA__PRIVATE MHA__INLINE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx
     }
     return sum;
 }
+MHA__PRIVATE MHA__INLINE int32_t mha__q8_probs(int32_t *sc, size_t n, uint32_t recip) {
+    int32_t psum = 0;
+    size_t j;
+    for (j = 0; j < n; ++j) {
+        sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
+        psum += sc[j];
+    }
+    return psum;
+}
 MHA__PRIVATE MHA__INLINE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base,
                                           int seen, int8_t *ho) {
     const mha__q8_row *r = MHA__Q8_ROW(c);
@@ -6762,10 +6800,10 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const size_t n = r->hi - r->lo, first = MHA__POS_SLOT(r->lo, r->ring);
     const int16_t *q16 = c->q16 + i * c->pq;
     int8_t *ho = c->cat + i * c->pv;
-    int32_t *sc = MHA__Q8_SC(c), mx, qsum = 0, psum = 0;
+    int32_t *sc = MHA__Q8_SC(c), mx, qsum = 0, psum;
     uint64_t sum;
     uint32_t recip;
-    size_t j, a;
+    size_t a;
     for (a = 0; a < c->pq; ++a) qsum += q16[a];
     /* 1. */
     mx = mha__q8_scores(c, i, qsum, first, sc);
@@ -6773,10 +6811,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     sum = mha__q8_exps(sc, n, mx, p);
     /* 3. sum >= 32768 where a key is seen, so R <= 2^31 */
     recip = sum ? (uint32_t)((((uint64_t)1 << 46) + sum / 2) / sum) : 0;
-    for (j = 0; j < n; ++j) {
-        sc[j] = (int32_t)(((uint64_t)(uint32_t)sc[j] * recip + ((uint32_t)1 << 30)) >> 31);
-        psum += sc[j];
-    }
+    psum = mha__q8_probs(sc, n, recip);
     /* 4. sum_j p_j <= 2^15 + m/2, so the sums fit int32 for m <= 2^22 */
     mha__q8_pv(c, sc, n, first, -p->zero_v * psum, sum != 0, ho);
 }
