@@ -20,7 +20,9 @@
 #   the int8 path (tests/test_q8.c) bit for bit against tests/q8_ref.py (numpy):
 #   on the Cortex-M cores its 12 cases of tests/ref_q8_small.h (with the DSP
 #   extension's SMLAD products on the M4F, M7 and M33, Helium's VMLADAVA on
-#   the M55, and with the plain C ones),
+#   the M55, and with the plain C ones), and tests/q8_paths.c: each core's
+#   int8 kernels against its plain C on 150 random problems of larger sizes
+#   (and a decoding step each), bit for bit;
 #   on the Linux targets also 1000 written here;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
@@ -77,6 +79,7 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
     build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c "$B/$name-impl.o" -lm || ok=0 # SMLAD where the core has DSP
     build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c tests/test_impl.c -lm || ok=0
+    build "$B/$name-q8paths.elf" $cc tests/q8_paths.c tests/q8_paths_plain.c -lm || ok=0 # this core's kernels vs plain C
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     helium=""
     if [ "$name" = cortex-m55 ]; then # the fast path's Helium kernels (MHA_FAST 1) against the reference
@@ -91,14 +94,14 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     out=$(RUN_JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)} sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
-        "timeout 300 $run $B/$name-q8.elf" "timeout 300 $run $B/$name-q8-plain.elf" \
+        "timeout 300 $run $B/$name-q8.elf" "timeout 300 $run $B/$name-q8-plain.elf" "timeout 300 $run $B/$name-q8paths.elf" \
         "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
     if [ -n "$helium" ]; then
         out2=$(IFS='|'; sh tests/run.sh $helium 2>&1)
         printf '%s\n' "$out2" | grep -E '^== |passed,|ulp|random problems|FAIL|fault'
         add "$name Helium fast path" "$out2"
     fi
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]' 
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]|^q8 paths' 
     add "$name" "$out"
 }
 target && cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
