@@ -126,6 +126,7 @@ MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(Q8MODELS) $(BUILD)/tinylm $(BUI
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
 
 .PHONY: all test examples run sanitize matrix refcheck valgrind tsan fuzz fuzz-fast coverage lint cross-test size bench peers ort \
+        peers-mcu \
         callgrind install uninstall install-test export-test clean mathf-sweep accuracy models
 
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
@@ -507,6 +508,12 @@ ort:
 
 peers: $(BUILD)/bench $(BUILD)/bench_decode $(BUILD)/blas_mha $(BUILD)/dnnl_mha $(BUILD)/peer_data
 	$(PYTORCH) bench/peers.py
+
+# mha_forward_q8 against the same layer composed from Arm CMSIS-NN's kernels, instructions counted under QEMU
+# on the Cortex-M4F, M7, M33 and M55 (docs/int8.md); CMSIS_NN: CMSIS-NN's folder (Include/, Source/).
+CMSIS_NN ?= ../shared/third_party/cmsis-nn
+peers-mcu:
+	CMSIS_NN=$(CMSIS_NN) $(PYTHON) tests/cross/peers_mcu.py
 
 # Instruction counts of one call (T and M; AVX2 and portable builds), as in docs/performance.md.
 callgrind:
