@@ -22,6 +22,7 @@
 
 #include "../../mha.h"
 #include "arm_nnfunctions.h"
+#include "kws_scales.h"
 
 #define D 64
 #define H 4
@@ -220,12 +221,7 @@ int main(void) {
     s.heads = H; s.d_q = s.d_k = s.d_v = D; s.p_q = s.p_k = s.p_v = P; s.p_o = D;
     make_inputs();
     float_layer(&max_score);
-    for (k = 0; k < 4; ++k)
-        for (i = 0; i < HP; ++i) wsc[k][i] = 0.2f / 127.0f;
-    sc8.in_q = sc8.in_k = sc8.in_v = 1.0f / 120.0f;
-    sc8.q = sc8.k = sc8.v = sc8.heads = 0.03f;
-    sc8.out = 0.02f;
-    sc8.w_q = wsc[0]; sc8.w_k = wsc[1]; sc8.w_v = wsc[2]; sc8.w_o = wsc[3];
+    kws_scales(&sc8, wsc);
     w8.w_q = wgt[0]; w8.w_k = wgt[1]; w8.w_v = wgt[2]; w8.w_o = wgt[3];
     st = mha_q8_prepare(&s, &sc8, &w8, &p8, rows, 4 * HP);
     fw = mha_q8_workspace_size(&s, 1, N, N);

@@ -30,6 +30,14 @@ CORES = [  # name, QEMU machine, memory map folder, compiler flags
 ]
 
 
+def rewrite_between(path, marker, table):
+    """path's text between "<!-- marker begin -->" and "<!-- marker end -->" replaced by table"""
+    text = open(path).read()
+    begin, end = "<!-- %s begin -->\n" % marker, "<!-- %s end -->" % marker
+    a, b = text.index(begin) + len(begin), text.index(end)
+    open(path, "w").write(text[:a] + table + text[b:])
+
+
 def main(argv):
     out_dir = os.path.join(ROOT, os.environ.get("BUILD", "build"), "cross")
     os.makedirs(out_dir, exist_ok=True)
@@ -66,11 +74,7 @@ def main(argv):
              "\n|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(table)
     if "--readme" in argv:
-        path = os.path.join(ROOT, "docs", "firmware.md")
-        text = open(path).read()
-        begin, end = "<!-- insn-table begin -->\n", "<!-- insn-table end -->"
-        a, b = text.index(begin) + len(begin), text.index(end)
-        open(path, "w").write(text[:a] + table + text[b:])
+        rewrite_between(os.path.join(ROOT, "docs", "firmware.md"), "insn-table", table)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "../../mha.h"
+#include "kws_scales.h"
 
 #define D 64
 #define H 4
@@ -78,11 +79,7 @@ int main(void) {
         q8w[3][i] = (int8_t)(wo[i] * 600.0f);
     }
     for (i = 0; i < (N + 1) * D; ++i) q8x[i] = (int8_t)(x[i] * 120.0f);
-    for (i = 0; i < 4 * D; ++i) q8ws[i / D][i % D] = 0.2f / 127.0f;
-    sc8.in_q = sc8.in_k = sc8.in_v = 1.0f / 120.0f;
-    sc8.q = sc8.k = sc8.v = sc8.heads = 0.03f;
-    sc8.out = 0.02f;
-    sc8.w_q = q8ws[0]; sc8.w_k = q8ws[1]; sc8.w_v = q8ws[2]; sc8.w_o = q8ws[3];
+    kws_scales(&sc8, q8ws);
     w8.w_q = q8w[0]; w8.w_k = q8w[1]; w8.w_v = q8w[2]; w8.w_o = q8w[3];
     st4 = mha_q8_prepare(&s, &sc8, &w8, &p8, q8rows, 4 * D);
     fw = mha_q8_workspace_size(&s, 1, N, N);

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 
+from insn_report import rewrite_between  # the same folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CMSIS = os.path.abspath(os.path.join(ROOT, os.environ.get("CMSIS_NN", "../shared/third_party/cmsis-nn")))
 SOURCES = ["FullyConnectedFunctions/arm_fully_connected_s8.c",
@@ -139,11 +141,7 @@ def main(argv):
     print(table)
     print("\n".join(notes))
     if "--readme" in argv:
-        path = os.path.join(ROOT, "docs", "int8.md")
-        text = open(path).read()
-        begin, end = "<!-- peers-mcu begin -->\n", "<!-- peers-mcu end -->"
-        a, b = text.index(begin) + len(begin), text.index(end)
-        open(path, "w").write(text[:a] + table + text[b:])
+        rewrite_between(os.path.join(ROOT, "docs", "int8.md"), "peers-mcu", table)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
