@@ -6508,6 +6508,44 @@ MHA__PRIVATE void mha__q8_dot4(const int8_t *w0, const int8_t *w1, const int8_t 
 }
 #endif
 
+#if MHA__Q8_DSP && !defined(__OPTIMIZE_SIZE__)
+/* DSP cores (not at -Os, for the size budget): four rows' sums at once
+   from x16 as mha__q8_dot2 holds it, each load of x16 serving four rows;
+   SXTB16 with its rotation by 8 in the instruction (GCC's intrinsic has
+   none). */
+MHA__PRIVATE MHA__INLINE int32_t mha__q8_sxtb16_ror8(int32_t u) {
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(u));
+    return r;
+}
+#define MHA__Q8_DOT4 1
+MHA__PRIVATE void mha__q8_dot4(const int8_t *w0, size_t d, const int16_t *x16, int32_t acc[4]) {
+    const int8_t *end = w0 + d, *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (; end - w0 >= 4; w0 += 4, w1 += 4, w2 += 4, w3 += 4, x16 += 4) {
+        const int32_t xa = MHA__Q8_LOAD(x16), xb = MHA__Q8_LOAD(x16 + 2);
+        const int32_t u0 = MHA__Q8_LOAD(w0), u1 = MHA__Q8_LOAD(w1), u2 = MHA__Q8_LOAD(w2), u3 = MHA__Q8_LOAD(w3);
+        s0 = __smlad(__sxtb16(u0), xa, s0);
+        s1 = __smlad(__sxtb16(u1), xa, s1);
+        s2 = __smlad(__sxtb16(u2), xa, s2);
+        s3 = __smlad(__sxtb16(u3), xa, s3);
+        s0 = __smlad(mha__q8_sxtb16_ror8(u0), xb, s0);
+        s1 = __smlad(mha__q8_sxtb16_ror8(u1), xb, s1);
+        s2 = __smlad(mha__q8_sxtb16_ror8(u2), xb, s2);
+        s3 = __smlad(mha__q8_sxtb16_ror8(u3), xb, s3);
+    }
+    for (; w0 < end; ++w0, ++w1, ++w2, ++w3, ++x16) {
+        s0 += (int32_t)*w0 * *x16;
+        s1 += (int32_t)*w1 * *x16;
+        s2 += (int32_t)*w2 * *x16;
+        s3 += (int32_t)*w3 * *x16;
+    }
+    acc[0] = s0, acc[1] = s1, acc[2] = s2, acc[3] = s3;
+}
+#else
+#define MHA__Q8_DOT4 0
+#endif
+
 /* The linear stages for one row, y = W x for W = W_q (which 0), W_k (1),
    W_v (2) or W_o (3): y[r] = zy + rescale_r(b[r] + sum_c W[r][c] (x[c] -
    zx)), clamped to int8, with each matrix's rows, input size, rescales and
@@ -6537,7 +6575,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
     const int32_t zx = which == 0 ? p->zero_in_q : which == 1 ? p->zero_in_k : which == 2 ? p->zero_in_v : p->zero_heads;
     int16_t *x16 = MHA__Q8_X16(c);
     size_t r = 0;
-    int32_t acc[MHA__Q8_MVE ? 4 : 2];
+    int32_t acc[MHA__Q8_MVE || MHA__Q8_DOT4 ? 4 : 2];
 #if MHA__Q8_MVE
     for (; r < rows; r += 4) { /* four rows a pass (the last pass repeats its last row as needed) */
         const int8_t *w0 = wt + r * d, *w3 = wt + (r + 3 < rows ? r + 3 : rows - 1) * d;
@@ -6553,6 +6591,13 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
     }
 #endif
     if (r < rows) mha__q8_offset(x, zx, d, x16);
+#if MHA__Q8_DOT4
+    for (; r + 4 <= rows; r += 4) {
+        size_t k;
+        mha__q8_dot4(wt + r * d, d, x16, acc);
+        for (k = 0; k < 4; ++k) y[r + k] = mha__q8_row_out(acc[k], bias, rs, r + k, zy);
+    }
+#endif
     for (; r < rows; ++r) {
         if (r % 2 == 0 && r + 1 < rows)
             mha__q8_dot2(wt + r * d, wt + (r + 1) * d, x16, d, &acc[0], &acc[1]);
