@@ -6156,6 +6156,13 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
 #endif
 
 #if MHA__Q8_MVE
+#ifdef __OPTIMIZE_SIZE__ /* Helium's helpers: called at -Os (each its own frame), inline otherwise */
+#define MHA__Q8_VINLINE MHA__NOINLINE
+#define MHA__Q8_VCALL MHA__NOINLINE
+#else
+#define MHA__Q8_VINLINE MHA__INLINE
+#define MHA__Q8_VCALL
+#endif
 /* Helium: four rescales at once (TFLite's two roundings, as above): x
    2^left by VSHL (where a lane overflows, each lane by mha__q8_rescale
    instead), the doubling high multiply by VQRDMULH (its one saturating
@@ -6163,7 +6170,7 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_rescale(int32_t x, mha_q8_rescale r) {
    division by 2^s rounded half away from zero as VRSHL's round half up
    of h - 1 where h < 0 and s > 0 (VQADD: h = INT32_MIN stays, with the
    same result). r: four rescales in a row. */
-MHA__PRIVATE MHA__INLINE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
+MHA__PRIVATE MHA__Q8_VINLINE int32x4_t mha__q8_vrescale(int32x4_t x, const mha_q8_rescale *r) {
 #if MHA_Q8_SINGLE_ROUNDING /* one by one */
     int32_t v[4];
     int k;
@@ -6477,7 +6484,7 @@ MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t
    sums by VADDVA.S8 only where zx != 0; the same integers as mha__q8_dot
    (each part within int32: |W x| <= 2^14 a term, d <= 65535; the
    difference is the sum itself, taken modulo 2^32). */
-MHA__PRIVATE void mha__q8_dot4(const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3,
+MHA__PRIVATE MHA__Q8_VCALL void mha__q8_dot4(const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3,
                                const int8_t *x, int32_t zx, size_t d, int32_t acc[4]) {
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
     size_t c = 0;
@@ -6614,7 +6621,7 @@ MHA__PRIVATE MHA__INLINE int8_t mha__q8_head(const mha_q8_params *p, int32_t acc
 }
 #if MHA__Q8_MVE
 /* Four of them at once (a key seen): into ho where pr says. */
-MHA__PRIVATE MHA__INLINE void mha__q8_head4(const mha_q8_params *p, int32x4_t acc, const mha_q8_rescale *h4, int8_t *ho,
+MHA__PRIVATE MHA__Q8_VINLINE void mha__q8_head4(const mha_q8_params *p, int32x4_t acc, const mha_q8_rescale *h4, int8_t *ho,
                                             mve_pred16_t pr) {
     const int32x4_t v = vqaddq_s32(mha__q8_vrescale(acc, h4), vdupq_n_s32(p->zero_heads));
     vstrbq_p_s32(ho, vmaxq_s32(vminq_s32(v, vdupq_n_s32(127)), vdupq_n_s32(-128)), pr);
@@ -6670,7 +6677,7 @@ MHA__PRIVATE int32_t mha__q8_kdot(const int8_t *k, const int8_t *q, int32_t zq, 
 }
 /* step 1: the scores of keys lo .. hi - 1 into sc, their max returned; a
    query of at most 16 values held in one vector for every key. */
-MHA__PRIVATE int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, size_t first, int32_t *sc) {
+MHA__PRIVATE MHA__Q8_VCALL int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, size_t first, int32_t *sc) {
     const mha__q8_row *r = MHA__Q8_ROW(c);
     const int8_t *q = c->qp + i * c->pq;
     const int32_t zq = c->p->zero_q, zk = c->p->zero_k;
@@ -6708,7 +6715,7 @@ MHA__PRIVATE int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, si
    0xAAAAAAAB and a shift of 2 (exact for every uint32), the table's value
    times poly by VRMULH.U32 of twice it (below 2^32 but for 2^31, whose
    product is poly itself), the last rounding shift by VRSHL (k > 15: 0). */
-MHA__PRIVATE MHA__INLINE uint32x4_t mha__q8_vexp2(int32x4_t y) {
+MHA__PRIVATE MHA__Q8_VINLINE uint32x4_t mha__q8_vexp2(int32x4_t y) {
     static const uint32_t pow2[16] = { /* round(2^(31 - i/16)) */
         2147483648u, 2056437387u, 1969251188u, 1885761398u, 1805811301u, 1729250827u, 1655936265u, 1585730000u,
         1518500250u, 1454120821u, 1392470869u, 1333434672u, 1276901417u, 1222764986u, 1170923762u, 1121280436u};
@@ -6729,7 +6736,7 @@ MHA__PRIVATE MHA__INLINE uint32x4_t mha__q8_vexp2(int32x4_t y) {
 /* step 2 four scores at once: their rescales by mha__q8_vrescale (the
    score's rescale four times), a masked key's (INT32_MIN) made INT32_MIN,
    whose 2^(y/65536) is 0; their exps by mha__q8_vexp2. The sum of the e_j. */
-MHA__PRIVATE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_q8_params *p) {
+MHA__PRIVATE MHA__Q8_VCALL uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_q8_params *p) {
     const mha_q8_rescale r4[4] = {p->score, p->score, p->score, p->score};
     uint64_t sum = 0;
     size_t j, l;
@@ -6746,7 +6753,7 @@ MHA__PRIVATE uint64_t mha__q8_exps(int32_t *sc, size_t n, int32_t mx, const mha_
 /* step 4 sixteen columns a pass: sum_j p_j v_jc into four vectors
    (VLDRB.S32, VMLA), then head_c four at once; where no key is seen, the
    heads' zero point. */
-MHA__PRIVATE void mha__q8_pv16(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, size_t a,
+MHA__PRIVATE MHA__Q8_VCALL void mha__q8_pv16(const mha__q8 *c, const int32_t *sc, size_t n, size_t first, int32_t base, size_t a,
                                int8_t *ho) {
     const mha__q8_row *r = MHA__Q8_ROW(c);
     const mha_q8_rescale h4[4] = {c->p->head, c->p->head, c->p->head, c->p->head};
@@ -6776,7 +6783,7 @@ MHA__PRIVATE void mha__q8_pv16(const mha__q8 *c, const int32_t *sc, size_t n, si
 }
 /* step 3 four at once: p_j = (e_j R + 2^30) >> 31 as VRMULH.U32 of 2 e_j
    (<= 2^16) and R: (2 e_j R + 2^31) >> 32, the same. Their sum. */
-MHA__PRIVATE int32_t mha__q8_probs(int32_t *sc, size_t n, uint32_t recip) {
+MHA__PRIVATE MHA__Q8_VCALL int32_t mha__q8_probs(int32_t *sc, size_t n, uint32_t recip) {
     uint32_t psum = 0;
     size_t j;
     for (j = 0; j < n; j += 4) {

@@ -88,7 +88,11 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
         build "$B/$name-mha-fast.elf" $cc -DMHA_FAST=1 tests/test_mha.c "$B/$name-fimpl.o" -lm || ok=0
         build "$B/$name-decode-fast.elf" $cc -DMHA_FAST=1 -DTEST_DECODE_SMALL=1 tests/test_decode.c "$B/$name-fimpl.o" \
             -lm || ok=0
+        # the int8 Helium kernels at -Os too (the exact rescale alone, the vector helpers called)
+        build "$B/$name-q8-os.elf" $cc -Os -DQ8_EXP_STRIDE=97 tests/test_q8.c tests/test_impl.c -lm || ok=0
+        build "$B/$name-q8paths-os.elf" $cc -Os tests/q8_paths.c tests/q8_paths_plain.c -lm || ok=0
         helium="timeout 300 $run $B/$name-fast.elf|timeout 300 $run $B/$name-mha-fast.elf|timeout 300 $run $B/$name-decode-fast.elf"
+        helium="$helium|timeout 300 $run $B/$name-q8-os.elf|timeout 300 $run $B/$name-q8paths-os.elf"
     fi
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(RUN_JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)} sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
