@@ -729,7 +729,7 @@ static void q8_hostile(void) {
                         : xi < sizeof xs / sizeof xs[0] + 6
                             ? (int32_t)((xi - sizeof xs / sizeof xs[0] < 3 ? edge : -edge) +
                                         near[xi - sizeof xs / sizeof xs[0]])
-                            : (int32_t)(rnd >> (rnd % 32)) * (rnd & 1 ? 1 : -1);
+                            : (int32_t)(rnd >> (1 + rnd % 31)) * (rnd & 1 ? 1 : -1);
                     if (x == INT32_MIN + 0 && xi >= sizeof xs / sizeof xs[0]) x = INT32_MIN; /* edge 2^31 clipped */
                     r.multiplier = mi < sizeof ms / sizeof ms[0] ? ms[mi]
                                                                 : (int32_t)(((int32_t)1 << 30) | (rnd * 2654435761u >> 2));
@@ -778,7 +778,7 @@ static void q8_hostile(void) {
                                                       (int64_t)(xi - 17))
                                 : xi < 40 ? (int32_t)((rnd >> 4) & 0xffffu) * (rnd & 1 ? 1 : -1) *
                                                 (int32_t)(1u << (rnd >> 28)) /* ties more often: few low bits set */
-                                          : (int32_t)(rnd >> (rnd % 32)) * (rnd & 2 ? 1 : -1);
+                                          : (int32_t)(rnd >> (1 + rnd % 31)) * (rnd & 2 ? 1 : -1);
                     }
                     lanes = hook_q8_vrescale(xv, r4, yv);
                     for (l = 0; l < 4; ++l)
