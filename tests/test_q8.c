@@ -775,7 +775,7 @@ static void q8_hostile(void) {
                         r4[l].multiplier = (rnd & 12) == 0 ? 0 : (int32_t)(((int32_t)1 << 30) | (rnd * 2654435761u >> 2));
                         xv[l] = xi < 14 ? xs[(xi + (size_t)l) % 14]
                                 : xi < 20 ? (int32_t)(((int64_t)1 << (31 - (r4[l].shift > 0 ? r4[l].shift : 0))) -
-                                                      (int64_t)(xi - 17))
+                                                      ((int64_t)xi - 17))
                                 : xi < 40 ? (int32_t)((rnd >> 4) & 0xffffu) * (rnd & 1 ? 1 : -1) *
                                                 (int32_t)(1u << (rnd >> 28)) /* ties more often: few low bits set */
                                           : (int32_t)(rnd >> (1 + rnd % 31)) * (rnd & 2 ? 1 : -1);
