@@ -6479,28 +6479,31 @@ MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t
 }
 
 #if MHA__Q8_MVE
-/* Helium: four rows' sums sum_c W_rc (x_c - zx) at once, from int8 x as
-   sum_c W_rc x_c - zx sum_c W_rc: sixteen products a VMLADAVA.S8, the row
-   sums by VADDVA.S8 only where zx != 0; the same integers as mha__q8_dot
+/* Helium: four rows' sums sum_c W_rc (x_c - zx) at once (rows w0, w0 + d,
+   ...), from int8 x as sum_c W_rc x_c - zx sum_c W_rc: sixteen products a
+   VMLADAVA.S8, the row sums by VADDVA.S8 only where zx != 0; the same
+   integers as mha__q8_dot
    (each part within int32: |W x| <= 2^14 a term, d <= 65535; the
    difference is the sum itself, taken modulo 2^32). */
-MHA__PRIVATE MHA__Q8_VCALL void mha__q8_dot4(const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3,
-                               const int8_t *x, int32_t zx, size_t d, int32_t acc[4]) {
+MHA__PRIVATE MHA__Q8_VCALL void mha__q8_dot4(const int8_t *w0, size_t d, const int8_t *x, int32_t zx, int32_t acc[4]) {
+    const int8_t *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
     size_t c = 0;
+    if (zx == 0) /* the common case: no row sums */
+        for (; c + 16 <= d; c += 16) {
+            const int8x16_t xv = vldrbq_s8(x + c);
+            s0 = vmladavaq_s8(s0, vldrbq_s8(w0 + c), xv);
+            s1 = vmladavaq_s8(s1, vldrbq_s8(w1 + c), xv);
+            s2 = vmladavaq_s8(s2, vldrbq_s8(w2 + c), xv);
+            s3 = vmladavaq_s8(s3, vldrbq_s8(w3 + c), xv);
+        }
     for (; c + 16 <= d; c += 16) {
         const int8x16_t xv = vldrbq_s8(x + c), a = vldrbq_s8(w0 + c), b = vldrbq_s8(w1 + c),
                         e = vldrbq_s8(w2 + c), f = vldrbq_s8(w3 + c);
-        s0 = vmladavaq_s8(s0, a, xv);
-        s1 = vmladavaq_s8(s1, b, xv);
-        s2 = vmladavaq_s8(s2, e, xv);
-        s3 = vmladavaq_s8(s3, f, xv);
-        if (zx) {
-            t0 = vaddvaq_s8(t0, a);
-            t1 = vaddvaq_s8(t1, b);
-            t2 = vaddvaq_s8(t2, e);
-            t3 = vaddvaq_s8(t3, f);
-        }
+        s0 = vmladavaq_s8(s0, a, xv), t0 = vaddvaq_s8(t0, a);
+        s1 = vmladavaq_s8(s1, b, xv), t1 = vaddvaq_s8(t1, b);
+        s2 = vmladavaq_s8(s2, e, xv), t2 = vaddvaq_s8(t2, e);
+        s3 = vmladavaq_s8(s3, f, xv), t3 = vaddvaq_s8(t3, f);
     }
     for (; c < d; ++c) {
         s0 += w0[c] * x[c], t0 += w0[c];
@@ -6512,6 +6515,20 @@ MHA__PRIVATE MHA__Q8_VCALL void mha__q8_dot4(const int8_t *w0, const int8_t *w1,
     acc[1] = (int32_t)((uint32_t)s1 - (uint32_t)zx * (uint32_t)t1);
     acc[2] = (int32_t)((uint32_t)s2 - (uint32_t)zx * (uint32_t)t2);
     acc[3] = (int32_t)((uint32_t)s3 - (uint32_t)zx * (uint32_t)t3);
+}
+/* One row's (or key's) sum_c k_c (q_c - zq) from int8 k and q (pq of them)
+   as sum k q - zq sum k: sixteen products a VMLADAVA.S8, the tail
+   predicated (VCTP); the same integers. */
+MHA__PRIVATE int32_t mha__q8_kdot(const int8_t *k, const int8_t *q, int32_t zq, size_t pq) {
+    int32_t s = 0, t = 0;
+    size_t a;
+    for (a = 0; a < pq; a += 16) {
+        const mve_pred16_t pr = vctp8q((uint32_t)(pq - a));
+        const int8x16_t kv = vldrbq_z_s8(k + a, pr);
+        s = vmladavaq_s8(s, kv, vldrbq_z_s8(q + a, pr));
+        t = vaddvaq_s8(t, kv);
+    }
+    return (int32_t)((uint32_t)s - (uint32_t)zq * (uint32_t)t);
 }
 #endif
 
@@ -6584,18 +6601,14 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_linear(const mha__q8 *c, int which, cons
     size_t r = 0;
     int32_t acc[MHA__Q8_MVE || MHA__Q8_DOT4 ? 4 : 2];
 #if MHA__Q8_MVE
-    for (; r < rows; r += 4) { /* four rows a pass (the last pass repeats its last row as needed) */
-        const int8_t *w0 = wt + r * d, *w3 = wt + (r + 3 < rows ? r + 3 : rows - 1) * d;
-        size_t k;
-        mha__q8_dot4(w0, r + 1 < rows ? w0 + d : w3, r + 2 < rows ? w0 + 2 * d : w3, w3, x, zx, d, acc);
-        if (r + 4 <= rows) { /* saturated + bias, rescaled, + zy clamped: four at once */
-            int32x4_t v = vqaddq_s32(vld1q_s32(acc), bias ? vld1q_s32(bias + r) : vdupq_n_s32(0));
-            v = vqaddq_s32(mha__q8_vrescale(v, rs + r), vdupq_n_s32(zy));
-            vstrbq_s32(y + r, vmaxq_s32(vminq_s32(v, vdupq_n_s32(127)), vdupq_n_s32(-128)));
-            continue;
-        }
-        for (k = 0; k < 4 && r + k < rows; ++k) y[r + k] = mha__q8_row_out(acc[k], bias, rs, r + k, zy);
+    for (; r + 4 <= rows; r += 4) { /* four rows a pass; saturated + bias, rescaled, + zy clamped: four at once */
+        int32x4_t v;
+        mha__q8_dot4(wt + r * d, d, x, zx, acc);
+        v = vqaddq_s32(vld1q_s32(acc), bias ? vld1q_s32(bias + r) : vdupq_n_s32(0));
+        v = vqaddq_s32(mha__q8_vrescale(v, rs + r), vdupq_n_s32(zy));
+        vstrbq_s32(y + r, vmaxq_s32(vminq_s32(v, vdupq_n_s32(127)), vdupq_n_s32(-128)));
     }
+    for (; r < rows; ++r) y[r] = mha__q8_row_out(mha__q8_kdot(wt + r * d, x, zx, d), bias, rs, r, zy);
 #endif
     if (r < rows) mha__q8_offset(x, zx, d, x16);
 #if MHA__Q8_DOT4
@@ -6661,20 +6674,7 @@ MHA__PRIVATE uint32_t mha__q8_exp2(int32_t y) {
         sum as sum_j p_j v_jc - zero_v sum_j p_j (a key of p_j = 0 adds
         nothing); every key masked: zero_heads */
 #if MHA__Q8_MVE
-/* Helium's parts of the attend stage below. A key's score sum_c k_c (q_c -
-   zq) from int8 k and q (pq of them) as sum k q - zq sum k: sixteen
-   products a VMLADAVA.S8, the tail predicated (VCTP); the same integers. */
-MHA__PRIVATE int32_t mha__q8_kdot(const int8_t *k, const int8_t *q, int32_t zq, size_t pq) {
-    int32_t s = 0, t = 0;
-    size_t a;
-    for (a = 0; a < pq; a += 16) {
-        const mve_pred16_t pr = vctp8q((uint32_t)(pq - a));
-        const int8x16_t kv = vldrbq_z_s8(k + a, pr);
-        s = vmladavaq_s8(s, kv, vldrbq_z_s8(q + a, pr));
-        t = vaddvaq_s8(t, kv);
-    }
-    return (int32_t)((uint32_t)s - (uint32_t)zq * (uint32_t)t);
-}
+/* Helium's parts of the attend stage below (and mha__q8_kdot above). */
 /* step 1: the scores of keys lo .. hi - 1 into sc, their max returned; a
    query of at most 16 values held in one vector for every key. */
 MHA__PRIVATE MHA__Q8_VCALL int32_t mha__q8_scores(const mha__q8 *c, size_t i, int32_t qsum, size_t first, int32_t *sc) {
