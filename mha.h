@@ -425,6 +425,11 @@ typedef struct mha_cache {
                          (uint16_t; dot scoring only); MHA_I8 (int8_t) for mha_decode_q8 and
                          mha_cache_append_q8, which take it alone; any other value is
                          MHA_ERR_SHAPE */
+    int32_t keep_first; /* 0, or with a window: s in 1 .. window-1, the first s positions kept in
+                         slots 0 .. s-1 for good (attention sinks, StreamingLLM) and seen by
+                         every query besides its window; the ring is then the slots s ..
+                         capacity-1 (capacity >= s + window + t - 1). Float and 16-bit caches
+                         (not MHA_I8); compiled out with MHA_NO_EXTRAS */
 } mha_cache;
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
@@ -440,7 +445,8 @@ MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32
    queries you do not need. Needs w_k and w_v (biases optional). Returns, in
    this order: MHA_ERR_NULL (shape or w), MHA_ERR_SHAPE (the shape; batch or
    t < 0; capacity < 1; window < 0; an unknown type, or a 16-bit one with
-   additive scoring; a window and capacity < window + t - 1), MHA_ERR_NULL
+   additive scoring; keep_first < 0, or > 0 without a window, >= window or
+   >= capacity; a window and capacity < keep_first + window + t - 1), MHA_ERR_NULL
    (cache, its arrays, keys, values, w_k, w_v), MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
    MHA_ERR_MASK (a length < 0, or > capacity without a window),
    MHA_ERR_CAPACITY (without a window length + t > capacity; with one
@@ -455,7 +461,7 @@ MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w,
      keys, values  in  [batch][t][d_k], [batch][t][d_v]: self-attention. The
               t tokens are appended at length[b] (which grows by t), and new
               query i, at position P = old length + i, attends to every
-              position <= P (and > P - window). t = 1 is one decoding step,
+              position <= P (and > P - window, or < keep_first). t = 1 is one decoding step,
               t > 1 a chunked prefill. Sequences may have different lengths.
               Both NULL: cross-attention. Nothing is appended; every query
               attends to every position the cache holds (the last
@@ -666,8 +672,9 @@ MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32
    attention with keys and values NULL, the statuses, nothing written on an
    error), on int8 inputs and out, with mha_forward_q8's arithmetic: decoding
    a sequence token by token gives mha_forward_q8's output with a causal
-   mask, bit for bit. The workspace: mha_q8_decode_workspace_size(shape,
-   batch, t, capacity) bytes, for both. */
+   mask, bit for bit. keep_first must be 0 (else MHA_ERR_SHAPE). The
+   workspace: mha_q8_decode_workspace_size(shape, batch, t, capacity) bytes,
+   for both. */
 MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                 mha_cache *cache, int32_t batch, int32_t t, const int8_t *queries,
                                 const int8_t *keys, const int8_t *values, int8_t *out, void *workspace,
@@ -1768,17 +1775,25 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
     return hi;
 }
 
-/* Decoding: position P of a sequence lives in cache slot P, or P mod cap
-   with a window (a ring): MHA__POS_SLOT, the one rule on every path, the
-   int8 one included (P < cap without a window, where it is P). With e
-   positions appended so far, slot j holds position j while e <= cap, else
-   the latest position p < e with p mod cap == j (mha__slot_pos). A query
-   at position P sees positions <= P, and with a window w >= 1 only those
-   > P - w (cross-attention: every position held). */
-#define MHA__POS_SLOT(P, cap) ((P) % (cap))
-MHA__PRIVATE size_t mha__slot_pos(size_t j, size_t e, size_t cap) {
-    return e <= cap ? j : e - cap + (j + cap - MHA__POS_SLOT(e, cap)) % cap;
+/* Decoding: position P of a sequence lives in cache slot P, or with a
+   window (a ring) in slot MHA__POS_SLOT(P, s, cap): the one rule on every
+   path, the int8 one included (P < cap without a window, where it is P).
+   The first s = keep_first positions stay in slots 0 .. s-1 (s = 0: none;
+   int8 and MHA_NO_EXTRAS: always 0), the later ones go round the ring of
+   slots s .. cap-1. With e positions appended so far, slot j holds
+   position j while e <= cap, else j < s, or the latest position p < e in
+   slot j (mha__ring's position map). A query at position P sees positions
+   <= P, and with a window w >= 1 only those > P - w and those < s
+   (cross-attention: every position held). */
+MHA__PRIVATE MHA__INLINE size_t mha__pos_slot(size_t P, size_t s, size_t cap) {
+    return P < s ? P : s + (P - s) % (cap - s);
 }
+#define MHA__POS_SLOT(P, s, cap) mha__pos_slot(P, s, cap)
+#if MHA_NO_EXTRAS
+#define MHA__KEPT(cache) ((size_t)0)
+#else
+#define MHA__KEPT(cache) ((size_t)(cache)->keep_first)
+#endif
 /* The positions [*lo, *hi) that new query t of a decoding call sees, with e
    positions appended (its own included) and n new queries: its position
    P = e - n + t and those before it, with a window w >= 1 only the last w;
@@ -1827,12 +1842,12 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
    keys), mha__attend_cache (a cache's slots: the reference decode, and the
    fast decode's rows computed again) and mha__bwd_row (the backward's
    recomputation of a row); the set-up's and the pool's frames are siblings
-   on the stack, not nested. Slot j holds position base + j, or base + cap
-   + j below slot s0: the forward's key j (base = s0 = 0), or a cache's ring
-   slot (mha__slot_pos, with base and s0 from mha__ring). A slot is masked
-   (-inf) outside the positions [lo, hi) the row sees or where keep is 0;
-   else its score (q . k times scale, or additive), soft-cap and ALiBi at
-   the distance from qpos, then the bias. */
+   on the stack, not nested. Slot j holds position j below slot kept, else
+   base + j, or base + cap + j below slot s0: the forward's key j (kept =
+   base = s0 = 0), or a cache's slot (mha__ring). A slot is masked (-inf)
+   outside the positions the row sees ([lo, hi), and those < kept below hi)
+   or where keep is 0; else its score (q . k times scale, or additive),
+   soft-cap and ALiBi at the distance from qpos, then the bias. */
 typedef struct mha__keys {
     const void *k;          /* slot j's key: element j p_k, of element type ktype */
     const float *q;         /* the query row [p_q] */
@@ -1842,26 +1857,28 @@ typedef struct mha__keys {
     float *sc;              /* the row's scores [slots] */
     float *raw;             /* NULL, or the scores before the soft-cap, ALiBi and the bias [slots] (the
                                backward: the soft-cap's derivative; visible slots only) */
-    size_t slots, cap;      /* the slots; the ring's capacity (the forward: m) */
-    size_t base, s0;        /* the position map */
+    size_t slots, cap;      /* the slots; the ring's slots (the forward: m) */
+    size_t base, s0, kept;  /* the position map */
     size_t lo, hi;          /* the positions the row sees */
     int ktype;
     int64_t qpos; /* ALiBi: the query's position, less the row's reference distance */
 } mha__keys;
-/* A ring of cap slots holding the last positions before e: the position
-   map of mha__keys (the same as mha__slot_pos, without a division a slot). */
-MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap) {
-    const size_t first = e > cap ? e - cap : 0; /* the oldest position held, in slot s0 */
-    r->cap = cap;
-    r->s0 = MHA__POS_SLOT(first, cap);
-    r->base = first - r->s0;
+/* cap slots, the first kept of them for good, the rest a ring holding the
+   last positions before e: the position map of mha__keys (MHA__POS_SLOT
+   inverted, without a division a slot). */
+MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap, size_t kept) {
+    const size_t ring = cap - kept, first = e > cap ? e - cap : 0; /* the ring's oldest: kept + first */
+    r->cap = ring;
+    r->kept = kept;
+    r->s0 = kept + first % ring; /* its slot */
+    r->base = first - first % ring;
 }
 MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r, float slope) {
     size_t j, pos;
     for (j = 0; j < r->slots; ++j) {
         float s = -(FLT_MAX * 2.0f);
-        pos = r->base + j + (j < r->s0 ? r->cap : 0);
-        if (pos >= r->lo && pos < r->hi && (!r->keep || r->keep[j])) {
+        pos = j < r->kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
+        if ((pos >= r->lo || pos < r->kept) && pos < r->hi && (!r->keep || r->keep[j])) {
             if (MHA__ADDITIVE(c))
                 s = mha__additive(c, i, r->aq, r->ak + j * c->pa);
             else
@@ -1890,7 +1907,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     r.bias = mask && mask->bias ? mask->bias + row * m : NULL;
     r.sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
     r.slots = r.cap = m;
-    r.base = r.s0 = r.lo = 0;
+    r.base = r.s0 = r.lo = r.kept = 0;
     r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
     r.ktype = MHA_F32;
     r.qpos = MHA__QPOS(c, t) - MHA__DREF(c, MHA__QPOS(c, t));
@@ -1913,7 +1930,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
     r.bias = NULL;
     r.sc = sc;
     r.slots = e < c->ms ? e : c->ms;
-    mha__ring(&r, e, c->ms);
+    mha__ring(&r, e, c->ms, MHA__KEPT(c->cache));
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
     r.ktype = MHA__CTYPE(c);
     r.qpos = (int64_t)(e - c->n + t); /* P */
@@ -3479,20 +3496,25 @@ MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_
 /* Decoding's position map on the fast path: the rules (mha__fast_rules) on
    a row's scores x[0..UP(cl, VL)) of cache slots j0 .. j0+cl-1 (already
    times scale), e positions appended, the row seeing positions [lo, hi)
-   (ALiBi at its position hi - 1). The ring's slots from s0 on (its oldest
-   position) hold positions base + j, those before s0 base + cap + j: a
-   chunk is at most two runs of slots whose positions rise one by one, each
-   run's visible slots one range. */
+   and those below the kept slots' count s (ALiBi at its position hi - 1).
+   Slots below s hold their own position; the ring's slots from s0 on (its
+   oldest position) hold positions base + j, those from s to s0 base + ring
+   + j (mha__ring's map): a chunk is at most three runs of slots whose
+   positions rise one by one, each run's visible slots one range. */
 MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, size_t cl, size_t e, size_t lo,
                                        size_t hi, float slope) {
-    const size_t cap = c->ms, first = e > cap ? e - cap : 0, s0 = MHA__POS_SLOT(first, cap), base = first - s0;
-    const size_t split = s0 < j0 ? j0 : s0 > j0 + cl ? j0 + cl : s0; /* slots [j0, split): base + cap + j */
-    size_t part, a, len, off, v0, v1, j;
-    for (part = 0; part < 2; ++part) {
-        a = part ? split : j0; /* the run's first slot, its length, and the position of slot 0 */
-        len = part ? j0 + cl - split : split - j0;
-        off = part ? base : base + cap;
-        v0 = lo > off + a ? lo - off - a : 0; /* its visible slots: a + v0 .. a + v1 - 1 */
+    const size_t s = MHA__KEPT(c->cache), ring = c->ms - s, first = e > c->ms ? e - c->ms : 0;
+    const size_t s0 = s + first % ring, base = first - first % ring, end = j0 + cl;
+    size_t part, a, b, len, off, v0, v1, j;
+    for (part = 0; part < 3; ++part) {
+        /* the run's slots [a, b) within [j0, end), and the position of slot 0 */
+        a = part == 0 ? 0 : part == 1 ? s : s0;
+        b = part == 0 ? s : part == 1 ? s0 : c->ms;
+        a = a < j0 ? j0 : a > end ? end : a;
+        b = b < a ? a : b > end ? end : b;
+        len = b - a;
+        off = part == 0 ? 0 : part == 1 ? base + ring : base;
+        v0 = part == 0 || lo <= off + a ? 0 : lo - off - a; /* its visible slots: a + v0 .. a + v1 - 1 */
         v1 = hi > off + a ? hi - off - a : 0;
         v0 = v0 < len ? v0 : len;
         v1 = v1 < v0 ? v0 : v1 < len ? v1 : len;
@@ -4026,7 +4048,7 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     while (j < c->m) {
         float *kd, *vd;
         slot = (size_t)cache->length[b] + j;
-        if (cache->window) slot = MHA__POS_SLOT(slot, c->ms);
+        if (cache->window) slot = MHA__POS_SLOT(slot, MHA__KEPT(cache), c->ms);
         run = c->ms - slot < c->m - j ? c->ms - slot : c->m - j;
         kd = (float *)cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
         vd = (float *)cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
@@ -4580,6 +4602,16 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     return st;
 }
 
+/* Whether a cache's window and kept slots do not fit it for an append of m
+   tokens: keep_first < 0, or > 0 without a window (or with MHA_NO_EXTRAS),
+   >= window or >= capacity; a window and keep_first + window + m - 1 >
+   capacity. */
+MHA__PRIVATE int mha__kept_bad(const mha_cache *cache, size_t m) {
+    const int64_t s = cache->keep_first, w = cache->window;
+    if (s && (MHA_NO_EXTRAS || s < 0 || s >= w || s >= cache->capacity)) return 1;
+    return w && m && s + w + (int64_t)m - 1 > cache->capacity;
+}
+
 /* mha_decode (queries given) and mha_cache_append (queries NULL) up to the
    work: the cache's sizes and lengths, then the checks every call shares. */
 MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
@@ -4593,8 +4625,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->window < 0 ||
         (MHA_NO_EXTRAS ? cache->type != 0 : (uint32_t)cache->type > (uint32_t)MHA_BF16) ||
-        (cache->type && MHA__ADDITIVE(&c)) ||
-        (cache->window && c.m && (int64_t)cache->window + (int64_t)c.m - 1 > cache->capacity))
+        (cache->type && MHA__ADDITIVE(&c)) || mha__kept_bad(cache, c.m))
         return MHA_ERR_SHAPE;
     if (decode && !keys && !values && (MHA__ROPE(&c) || MHA__ALIBI(&c)))
         return MHA_ERR_SHAPE; /* cross-attention: no query position */
@@ -4758,7 +4789,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
     for (b = 0; b < c->batch; ++b)
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;
-            if (cache->window) slot = MHA__POS_SLOT(slot, c->ms);
+            if (cache->window) slot = MHA__POS_SLOT(slot, MHA__KEPT(cache), c->ms);
             for (g = 0; g < c->kv; ++g) { /* a 16-bit cache: k [p_k] in QP, v [p_v] in CAT (free until the
                                              work, and p_q = p_k: dot scoring), then rounded into it */
                 float *k = (float *)c->cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
@@ -5224,7 +5255,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     r.sc = B->pr;
     r.raw = B->raw;
     r.slots = r.cap = m;
-    r.base = r.s0 = r.lo = 0;
+    r.base = r.s0 = r.lo = r.kept = 0;
     r.hi = mha__visible(mask, b, row, t, m);
     r.ktype = MHA_F32;
     r.qpos = qpos - MHA__DREF(c, qpos);
@@ -6849,7 +6880,7 @@ MHA__PRIVATE MHA__INLINE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, si
 MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const mha_q8_params *p = c->p;
     const mha__q8_row *r = MHA__Q8_ROW(c);
-    const size_t n = r->hi - r->lo, first = MHA__POS_SLOT(r->lo, r->ring);
+    const size_t n = r->hi - r->lo, first = MHA__POS_SLOT(r->lo, 0, r->ring);
     const int16_t *q16 = c->q16 + i * c->pq;
     int8_t *ho = c->cat + i * c->pv;
     int32_t *sc = MHA__Q8_SC(c), mx, qsum = 0, psum;
@@ -6920,8 +6951,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
     for (b = 0; b < c->batch; ++b) {
         e = (size_t)cache->length[b];
         for (j = 0; c->keys && j < t; ++j, ++e) { /* projected into kp, vp, then into slot e mod cap */
-            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + MHA__POS_SLOT(e, cap)) * c->pk;
-            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + MHA__POS_SLOT(e, cap)) * c->pv;
+            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + MHA__POS_SLOT(e, 0, cap)) * c->pk;
+            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + MHA__POS_SLOT(e, 0, cap)) * c->pv;
             mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
             mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
             for (g = 0; g < c->kv; ++g) {
@@ -7064,7 +7095,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const
     if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->capacity > ((int32_t)1 << 22) || cache->window < 0 || cache->type != MHA_I8 ||
-        (cache->window && keys && t && (int64_t)cache->window + (int64_t)t - 1 > cache->capacity))
+        cache->keep_first || (cache->window && keys && t && (int64_t)cache->window + (int64_t)t - 1 > cache->capacity))
         return MHA_ERR_SHAPE;
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v || !w->r_k || !w->r_v)) ||
