@@ -59,9 +59,9 @@ static mha_shape random_shape(int additive) {
     return s;
 }
 
-/* A sequence of len random tokens and its causal forward result (with keep:
-   the banded mask of a window instead). */
-static void seq_make(seq *q, const mha_shape *s, const mha_weights *w, int32_t len, int32_t window) {
+/* A sequence of len random tokens and its causal forward result (with a
+   window: the banded mask instead, and the first `kept` columns too). */
+static void seq_make(seq *q, const mha_shape *s, const mha_weights *w, int32_t len, int32_t window, int32_t kept) {
     mha_mask mask = {1, 0, NULL, 0, NULL, NULL};
     uint8_t *keep = NULL;
     size_t bytes = mha_reference_workspace_size(s, 1, len, len);
@@ -72,10 +72,11 @@ static void seq_make(seq *q, const mha_shape *s, const mha_weights *w, int32_t l
     q->k = tu_floats((size_t)len * (size_t)s->d_k, 1.0f);
     q->v = tu_floats((size_t)len * (size_t)s->d_v, 1.0f);
     q->want = tu_floats((size_t)len * (size_t)s->p_o, 0.0f);
-    if (window > 0) { /* key j visible to query i when i - window < j <= i */
+    if (window > 0) { /* key j visible to query i when i - window < j <= i, or j < kept <= i */
         keep = (uint8_t *)malloc((size_t)len * (size_t)len);
         for (i = 0; i < len; ++i)
-            for (j = 0; j < len; ++j) keep[(size_t)i * (size_t)len + (size_t)j] = j <= i && j > i - window;
+            for (j = 0; j < len; ++j)
+                keep[(size_t)i * (size_t)len + (size_t)j] = j <= i && (j > i - window || j < kept);
         mask.causal = 0;
         mask.keep = keep;
     }
@@ -152,7 +153,7 @@ static void test_decode_equals_forward(void) {
             tu_sinks(&p, on);
             for (b = 0; b < batch; ++b) {
                 int32_t prefix = (int32_t)(tu_next() % 30);
-                seq_make(&sq[b], &s, &p.w, prefix + steps, 0);
+                seq_make(&sq[b], &s, &p.w, prefix + steps, 0, 0);
                 if (sq[b].len > cap) cap = sq[b].len;
             }
             memset(&c, 0, sizeof c);
@@ -200,11 +201,13 @@ static void test_decode_equals_forward(void) {
     }
 }
 
-/* A ring cache with a window, 3 x capacity tokens, against the banded mask. */
+/* A ring cache with a window, 3 x capacity tokens, against the banded mask;
+   then with kept first positions (keep_first 1, and window - 1) against the
+   band and the first columns. */
 static void test_ring_equals_window(void) {
-    static const int32_t windows[4] = {1, 2, 7, 0};
+    static const int32_t windows[7] = {1, 2, 7, 0, 2, 7, 4}, kepts[7] = {0, 0, 0, 0, 1, 6, 2};
     int wi;
-    for (wi = 0; wi < 4; ++wi) {
+    for (wi = 0; wi < 7; ++wi) {
         mha_shape s = random_shape(wi == 2);
         tu_problem p;
         mha_cache c;
@@ -215,9 +218,11 @@ static void test_ring_equals_window(void) {
         tu_sinks(&p, on);
         memset(&c, 0, sizeof c);
         c.window = windows[wi] ? windows[wi] : 9;
-        cap = c.window + chunk - 1 + (wi == 3 ? 0 : 2); /* wi 3: window = capacity - chunk + 1, the tightest */
+        c.keep_first = kepts[wi];
+        /* wi 3, 5: capacity = keep_first + window + chunk - 1, the tightest */
+        cap = c.keep_first + c.window + chunk - 1 + (wi == 3 || wi == 5 ? 0 : 2);
         c.capacity = cap;
-        seq_make(&sq, &s, &p.w, 3 * cap, c.window);
+        seq_make(&sq, &s, &p.w, 3 * cap, c.window, c.keep_first);
         c.k = tu_floats(mha_cache_bytes(&s, 1, cap) / sizeof(float), 0.0f);
         c.v = (float *)c.k + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
         c.length = &len;
@@ -225,8 +230,10 @@ static void test_ring_equals_window(void) {
             int32_t t = sq.len - at < chunk ? sq.len - at : chunk;
             ok &= decode_chunk(&s, &p.w, &c, &sq, 1, at, t);
         }
-        CHECK(ok && len == 3 * cap, "ring buffer, window %d, capacity %d, chunks of %d: equals the banded mask over %d tokens",
-              (int)c.window, (int)cap, (int)chunk, (int)sq.len);
+        CHECK(ok && len == 3 * cap,
+              "ring buffer, window %d, keep_first %d, capacity %d, chunks of %d: equals the banded mask (and the "
+              "first columns) over %d tokens",
+              (int)c.window, (int)c.keep_first, (int)cap, (int)chunk, (int)sq.len);
         seq_free(&sq);
         free(c.k);
         tu_problem_free(&p);
@@ -424,7 +431,7 @@ static void test_long(void) {
             packed = malloc(pbytes ? pbytes : 1);
             if (pbytes && mha_pack_weights(&s, &p.w, packed, pbytes) == MHA_OK) p.w.packed = packed;
         }
-        seq_make(&sq, &s, &p.w, pre + steps, 0);
+        seq_make(&sq, &s, &p.w, pre + steps, 0, 0);
         memset(&c1, 0, sizeof c1);
         c1.capacity = pre + steps;
         c1.k = tu_floats(mha_cache_bytes(&s, 1, c1.capacity) / sizeof(float), 0.0f);
@@ -476,9 +483,9 @@ static void test_long(void) {
    oldest slot passes through both chunks; with RoPE, ALiBi, the soft-cap and
    sinks at once: equal to the causal forward with the window's band. */
 static void test_long_ring(void) {
-    static const int32_t windows[2] = {300, 250}, chunks[2] = {1, 37};
+    static const int32_t windows[3] = {300, 250, 200}, chunks[3] = {1, 37, 37}, kepts[3] = {0, 0, 60};
     int wi;
-    for (wi = 0; wi < 2; ++wi) {
+    for (wi = 0; wi < 3; ++wi) {
         mha_shape s = {0};
         tu_problem p;
         mha_cache c;
@@ -498,8 +505,9 @@ static void test_long_ring(void) {
         tu_sinks(&p, 8);
         memset(&c, 0, sizeof c);
         c.window = windows[wi];
+        c.keep_first = kepts[wi];
         c.capacity = cap;
-        seq_make(&sq, &s, &p.w, 3 * cap, c.window);
+        seq_make(&sq, &s, &p.w, 3 * cap, c.window, c.keep_first);
         c.k = tu_floats(mha_cache_bytes(&s, 1, cap) / sizeof(float), 0.0f);
         c.v = (float *)c.k + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
         c.length = &len;
@@ -507,8 +515,10 @@ static void test_long_ring(void) {
             int32_t t = sq.len - at < chunks[wi] ? sq.len - at : chunks[wi];
             ok &= decode_chunk(&s, &p.w, &c, &sq, 1, at, t);
         }
-        CHECK(ok && len == 3 * cap, "a ring of 300 slots, window %d, chunks of %d, RoPE, ALiBi, soft-cap, sinks: "
-              "equals the banded mask over %d tokens", (int)c.window, (int)chunks[wi], (int)sq.len);
+        CHECK(ok && len == 3 * cap,
+              "a ring of 300 slots, window %d, keep_first %d, chunks of %d, RoPE, ALiBi, soft-cap, sinks: equals the "
+              "banded mask (and the first columns) over %d tokens",
+              (int)c.window, (int)c.keep_first, (int)chunks[wi], (int)sq.len);
         seq_free(&sq);
         free(c.k);
         tu_problem_free(&p);
@@ -526,11 +536,16 @@ static double cache_elt(const void *p, int32_t type, size_t i) {
     return (double)((const float *)p)[i];
 }
 
-/* The position that slot j of a one-sequence cache of capacity cap holds
-   after e appended: j, or (a ring that wrapped) the latest p < e with
-   p mod cap == j (docs, "Decoding with a KV cache"). */
-static int32_t slot_position(int32_t j, int32_t e, int32_t cap) {
-    return e <= cap ? j : e - cap + (j + cap - e % cap) % cap;
+/* The position that slot j of a one-sequence cache of capacity cap, the
+   first `kept` slots kept, holds after e appended (docs, "Decoding with a KV
+   cache"): position p goes to slot p below kept, else to kept + (p - kept)
+   mod (cap - kept); the slot holds the latest p < e sent there (-1: none).
+   By search, not by the formula mha.h inverts. */
+static int32_t slot_position(int32_t j, int32_t e, int32_t cap, int32_t kept) {
+    int32_t p;
+    for (p = e - 1; p >= 0; --p)
+        if ((p < kept ? p : kept + (p - kept) % (cap - kept)) == j) return p;
+    return -1;
 }
 
 /* The double-precision output [p_o] of the query x (d_q) at position P of
@@ -545,6 +560,8 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     int32_t held = e < cap ? e : cap;
     double *qp = (double *)malloc(sizeof(double) * (size_t)(H * pq)), *cat = (double *)malloc(sizeof(double) * (size_t)(H * pv));
     double *sc = (double *)malloc(sizeof(double) * (size_t)cap), scale = 1.0 / sqrt((double)s->p_k), mx, sum, acc;
+    int32_t *held_pos = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+    for (j = 0; j < held; ++j) held_pos[j] = slot_position(j, e, cap, c->keep_first);
     for (r = 0; r < H * pq; ++r) {
         for (acc = bq ? (double)bq[r] : 0.0, a = 0; a < s->d_q; ++a) acc += (double)wq[(size_t)r * (size_t)s->d_q + (size_t)a] * x[a];
         qp[r] = acc;
@@ -553,9 +570,9 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     for (i = 0; i < H; ++i) {
         size_t base = (size_t)(i / G) * (size_t)cap;
         for (mx = -INFINITY, j = 0; j < held; ++j) {
-            int32_t pos = slot_position(j, e, cap);
+            int32_t pos = held_pos[j];
             sc[j] = -INFINITY;
-            if (pos <= P && (!c->window || pos > P - c->window)) {
+            if (pos <= P && (!c->window || pos > P - c->window || pos < c->keep_first)) {
                 for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * cache_elt(c->k, c->type, (base + (size_t)j) * (size_t)pq + (size_t)a);
                 sc[j] = scale * acc;
             }
@@ -574,6 +591,7 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     free(qp);
     free(cat);
     free(sc);
+    free(held_pos);
 }
 
 /* Whether every position the one-sequence cache holds (e appended) is its
@@ -588,7 +606,7 @@ static int cache_rounded_ok(const mha_shape *s, const float *wk, const float *bk
     double kp[64], acc, got;
     int ok = 1;
     for (j = 0; j < held; ++j) {
-        int32_t pos = slot_position(j, e, cap);
+        int32_t pos = slot_position(j, e, cap, c->keep_first);
         for (g = 0; g < s->kv_heads; ++g) {
             size_t slot = (size_t)g * (size_t)cap + (size_t)j;
             for (r = 0; r < pk; ++r) {
@@ -688,6 +706,7 @@ static void test_16bit(void) {
                     memset(&c, 0, sizeof c);
                     c.capacity = cap;
                     c.window = variant == 1 ? 5 : 0;
+                    c.keep_first = variant == 1 && wi ? 2 : 0; /* 2 + 5 + 3 - 1 <= 12 */
                     c.type = type;
                     c.length = &len;
                     store = malloc(mha_cache_bytes_typed(&s, 1, cap, type));
@@ -746,7 +765,8 @@ static void test_16bit(void) {
                     free(w16[3]);
                     tu_problem_free(&p);
                 }
-    CHECK(all, "f16 and bf16 caches, with float and 16-bit weights (GQA; RoPE and a window over a wrapped ring; "
+    CHECK(all, "f16 and bf16 caches, with float and 16-bit weights (GQA; RoPE and a window over a wrapped ring, "
+               "keep_first 2 with 16-bit weights; "
                "heads of 16 and 64; a long cache by mha_cache_append), prefill chunk then steps, fast and reference "
                "paths: every "
                "output equals the double computation on the same rounded weights and cache, and the cache holds the "

@@ -593,6 +593,46 @@ static void test_decode_statuses(void) {
           "decode: window 4, chunk 2, capacity 4 < 4 + 2 - 1: MHA_ERR_SHAPE");
     c.window = 3;
     CHECK(DEC(&c, p.q, NULL, NULL, out, ws, bytes) != MHA_ERR_SHAPE, "decode: the ring rule only when appending");
+    { /* keep_first: the first slots kept (not with MHA_NO_EXTRAS) */
+        static const int32_t bad[6][3] = {/* keep_first, window, capacity */
+                                          {-1, 3, 4}, {1, 0, 4}, {3, 3, 9}, {4, 3, 9}, {1, 3, 4}, {2, 3, 2}};
+        int32_t k, no_extras = mha_build_info().no_extras;
+        memcpy(store_copy, store, cbytes);
+        memcpy(len_copy, lens, sizeof lens);
+        memset(out, 0, 2 * 2 * 4 * sizeof(float));
+        for (k = 0; k < 6; ++k) {
+            int st;
+            c.keep_first = bad[k][0];
+            c.window = bad[k][1];
+            c.capacity = bad[k][2];
+            memset(out, 0, 2 * 2 * 4 * sizeof(float));
+            c.k = NULL; /* MHA_ERR_SHAPE comes first */
+            st = DEC(&c, p.q, p.k, p.v, out, ws, bytes);
+            c.k = store;
+            CHECK(st == MHA_ERR_SHAPE && DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE &&
+                      mha_cache_append(&s, &p.w, &c, 2, 2, p.k, p.v, ws, bytes) == MHA_ERR_SHAPE &&
+                      tu_max_abs(out, 2 * 2 * 4) == 0.0f &&
+                      (k != 4) == (DEC(&c, p.q, NULL, NULL, out, ws, bytes) == MHA_ERR_SHAPE),
+                  "decode and append: keep_first %d, window %d, capacity %d, chunk 2: MHA_ERR_SHAPE (before a NULL "
+                  "cache array; cross-attention only where the kept slots do not fit at all)",
+                  (int)bad[k][0], (int)bad[k][1], (int)bad[k][2]);
+        }
+        CHECK(memcmp(store, store_copy, cbytes) == 0 && memcmp(lens, len_copy, sizeof lens) == 0,
+              "keep_first refused: nothing written (cache, lengths; out before any call that passed)");
+        c.keep_first = 1; /* 1 + 2 + 2 - 1 <= 4 */
+        c.window = 2;
+        c.capacity = 4;
+        lens[0] = 7;
+        lens[1] = 0;
+        k = DEC(&c, p.q, p.k, p.v, out, ws, bytes);
+        CHECK(no_extras ? k == MHA_ERR_SHAPE : k == MHA_OK && lens[0] == 9 && lens[1] == 2,
+              "decode: keep_first 1, window 2, capacity 4 = 1 + 2 + 2 - 1: %s",
+              no_extras ? "MHA_ERR_SHAPE (MHA_NO_EXTRAS)" : "MHA_OK");
+        memcpy(store, store_copy, cbytes);
+        memcpy(lens, len_copy, sizeof lens);
+        c.keep_first = 0;
+        c.capacity = 4;
+    }
     c.window = 0;
     c.type = 3;
     CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,

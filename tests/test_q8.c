@@ -654,6 +654,10 @@ static void q8_hostile(void) {
         cache.capacity = 4;
         cache.window = 4; /* a chunk of 2 needs capacity >= 4 + 2 - 1 */
         Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 2, q, k, v, out, ws, db);
+        cache.window = 3;
+        cache.keep_first = 1; /* kept first slots: float and 16-bit caches only */
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        cache.keep_first = 0;
         cache.window = 0;
         len[0] = len_before = -1;
         Q8_DEC(MHA_ERR_MASK, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);

@@ -16,7 +16,7 @@
         allocations) and no UB happens (UBSan).
    When the input goes on after a runnable case, its next bytes may drive a
    decoding call with the same shape and weights (fz_decode): a KV cache of
-   any capacity, window, element type and lengths, self- or cross-attention,
+   any capacity, window, kept first slots, element type and lengths, self- or cross-attention,
    NULLs, a short or missing workspace; the status must equal
    fz_decode_status(), an independent predicate written from the docs'
    decoding rules; on an error the cache and lengths are unchanged; on the
@@ -430,7 +430,7 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
 
 /* A decoding call driven by the rest of the input (see the top). */
 static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch) {
-    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, t, cap, window, type, *lens, *lens2, b;
+    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, t, cap, window, kept, type, *lens, *lens2, b;
     int kv, null_which, specials = 0, finite = 1;
     size_t nq, nk, nv, no, ncache, bytes, exact, j;
     float *q, *k, *v, *out, *store, *store2;
@@ -442,6 +442,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     t = fz_size(r);
     cap = fz_size(r);
     window = fz_byte(r) % 3 == 0 ? fz_size(r) : 0;
+    kept = window ? (int32_t)(fz_byte(r) % 8) - 1 : 0; /* keep_first: -1 .. 6 */
     type = fz_byte(r) % 16; /* 15: an unknown type; 14: f16; 13: bf16; else float */
     type = type == 15 ? 3 + (int32_t)(fz_byte(r) % 2) * -4 : type == 14 ? MHA_F16 : type == 13 ? MHA_BF16 : MHA_F32;
     kv = fz_byte(r) % 8;
@@ -462,8 +463,9 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
         c.length = null_which == 3 ? NULL : dlens;
         c.capacity = cap;
         c.window = window;
+        c.keep_first = kept;
         c.type = type;
-        want = fz_decode_status(s, batch, t, cap, window, type, dlens, kv, null_which, dws, sizeof dws);
+        want = fz_decode_status(s, batch, t, cap, window, kept, type, dlens, kv, null_which, dws, sizeof dws);
         if (want == MHA_OK) return; /* valid: too large to run here */
         got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : dummy,
                          kv == 1 || kv == 2 ? dummy : NULL, kv == 1 || kv == 3 ? dummy : NULL,
@@ -504,12 +506,13 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     c.length = null_which == 3 ? NULL : lens;
     c.capacity = cap;
     c.window = window;
+    c.keep_first = kept;
     c.type = type;
     exact = mha_decode_workspace_size(s, batch, t, cap);
     bytes = (ws_mode & 3) == 1 && exact > 0 ? exact - 1 : exact;
     ws_block = (uint8_t *)malloc(bytes + 64);
     ws = (ws_mode & 3) == 2 && ws_mode > 200 ? NULL : ws_block + (ws_mode >> 2) % 64u;
-    want = fz_decode_status(s, batch, t, cap, window, type, lens, kv, null_which, ws, bytes);
+    want = fz_decode_status(s, batch, t, cap, window, kept, type, lens, kv, null_which, ws, bytes);
     got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : q,
                      kv == 1 || kv == 2 ? k : NULL, kv == 1 || kv == 3 ? v : NULL, null_which == 5 ? NULL : out, ws,
                      bytes);

@@ -101,8 +101,8 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
    attention), 1 both, 2 keys only, 3 values only; null_which: 1 the cache,
    2 cache->k, 3 cache->length, 4 queries, 5 out. */
 static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t, int32_t cap, int32_t window,
-                                   int32_t type, const int32_t *lens, int kv, int null_which, const void *ws,
-                                   size_t ws_bytes) {
+                                   int32_t kept, int32_t type, const int32_t *lens, int kv, int null_which,
+                                   const void *ws, size_t ws_bytes) {
     int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, b;
     int64_t H = s->heads, pa = s->score == MHA_SCORE_ADDITIVE ? s->p_a : 0;
     fz_u limit = (fz_u)SIZE_MAX, total;
@@ -114,7 +114,13 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
     const int type_ok = type >= 0 && type <= 2 && !(type && s->score == MHA_SCORE_ADDITIVE);
 #endif
     const unsigned esize = type ? 2u : 4u; /* bytes of a cache element */
-    if (cap < 1 || window < 0 || !type_ok || (window && kv && t > 0 && (int64_t)window + t - 1 > cap))
+#if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS
+    const int kept_ok = kept == 0;
+#else /* 0, or 1 .. window - 1 with a window, below the capacity */
+    const int kept_ok = kept == 0 || (kept > 0 && window > 0 && kept < window && kept < cap);
+#endif
+    if (cap < 1 || window < 0 || !type_ok || !kept_ok ||
+        (window && kv && t > 0 && (int64_t)kept + window + t - 1 > cap))
         return MHA_ERR_SHAPE;
     if (kv == 0 && (s->rope_dim || s->alibi)) return MHA_ERR_SHAPE; /* a cross-attention query has no position */
     if (null_which >= 2 || kv >= 2) return MHA_ERR_NULL;
