@@ -1877,8 +1877,9 @@ MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const m
     size_t j, pos;
     for (j = 0; j < r->slots; ++j) {
         float s = -(FLT_MAX * 2.0f);
-        pos = j < r->kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
-        if ((pos >= r->lo || pos < r->kept) && pos < r->hi && (!r->keep || r->keep[j])) {
+        const int kept = j < r->kept; /* a kept slot: its own position, seen below hi */
+        pos = kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
+        if ((kept || pos >= r->lo) && pos < r->hi && (!r->keep || r->keep[j])) {
             if (MHA__ADDITIVE(c))
                 s = mha__additive(c, i, r->aq, r->ak + j * c->pa);
             else
@@ -4607,9 +4608,11 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
    >= window or >= capacity; a window and keep_first + window + m - 1 >
    capacity. */
 MHA__PRIVATE int mha__kept_bad(const mha_cache *cache, size_t m) {
-    const int64_t s = cache->keep_first, w = cache->window;
+    const int32_t s = cache->keep_first, w = cache->window; /* capacity >= 1, w >= 0 */
+    const int32_t room = (int32_t)((uint32_t)cache->capacity - (uint32_t)s - (uint32_t)w); /* (read where
+                                                                     0 <= s < capacity: then exact) */
     if (s && (MHA_NO_EXTRAS || s < 0 || s >= w || s >= cache->capacity)) return 1;
-    return w && m && s + w + (int64_t)m - 1 > cache->capacity;
+    return w && m && (room < 0 || m - 1 > (size_t)room);
 }
 
 /* mha_decode (queries given) and mha_cache_append (queries NULL) up to the
