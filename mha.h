@@ -479,6 +479,26 @@ MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights 
                                       int32_t batch, int32_t t, const float *queries, const float *keys,
                                       const float *values, float *out, void *workspace, size_t workspace_bytes,
                                       mha_parallel_for parallel_for, void *user);
+/* Speculative decoding: t draft tokens per sequence decoded as a tree in
+   one call. parents [batch][t] gives each draft's parent among the t
+   (-1: the cached prefix; else an earlier draft, -1 <= parents[i] < i).
+   Draft i sits at position length[b] + depth(i) (depth 0 for a child of
+   the prefix, one more than its parent's for the rest): its key is rotated
+   and ALiBi counts distances there, and its query sees the cached positions
+   a query at that position sees (window, keep_first) plus its ancestors
+   among the drafts and itself, not its siblings; no mask is built. Its
+   output equals decoding the prefix and then its path (its ancestors and
+   itself) token by token. The drafts' keys and values are written to the
+   slots of positions length[b] .. length[b]+t-1 as an append would write
+   them, but the lengths do not change: those slots are scratch, which the
+   next call overwrites (decode the accepted drafts again to keep them).
+   Needs keys and values. Returns as mha_decode, and MHA_ERR_NULL for
+   parents NULL, MHA_ERR_MASK (after the lengths' check) for a parent out
+   of range, MHA_ERR_SHAPE under MHA_NO_EXTRAS. The fast path under
+   MHA_FAST 1, on one thread; the workspace is mha_decode_workspace_size's. */
+MHADEF mha_status mha_decode_tree(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
+                                  int32_t t, const int32_t *parents, const float *queries, const float *keys,
+                                  const float *values, float *out, void *workspace, size_t workspace_bytes);
 /* The reference path of mha_decode, always compiled (the oracle). */
 MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
                                        int32_t batch, int32_t t, const float *queries, const float *keys,
@@ -1171,6 +1191,7 @@ typedef struct mha__ctx {
     float *lse;                       /* NULL, or mha_forward_lse's [batch][heads][n] */
     void (*lse_put)(float *lse, const float *st, float shift); /* mha__lse_put, set where lse is: so
                                          that only a program saving statistics links ln */
+    const int32_t *parents;           /* NULL, or mha_decode_tree's [batch][n] */
 #endif
 #if MHA_FAST
     int fast;                         /* mha_forward(_parallel): the fast path */
@@ -1336,6 +1357,7 @@ MHA__PRIVATE mha_status mha__setup(mha__ctx *c, const mha_shape *s, const mha_we
 #if !MHA_NO_EXTRAS
     c->lse = NULL;
     c->lse_put = NULL;
+    c->parents = NULL;
     c->knobs = s;
 #endif
     c->scale = s->scale;
@@ -1803,6 +1825,27 @@ MHA__PRIVATE void mha__decode_sees(size_t e, size_t n, size_t t, size_t w, int c
     *hi = cross ? e : e - n + t + 1;
     if (!cross && w && *hi > w) *lo = *hi - w;
 }
+/* mha_decode_tree: draft d's depth in the tree par (parents[i] < i, -1 the
+   prefix), and whether draft a is d or one of its ancestors. New token t
+   of a decoding call sits MHA__DRAFT(c, b, t) positions after the old
+   length: t, or in a tree its depth. */
+MHA__PRIVATE size_t mha__depth(const int32_t *par, size_t d) {
+    size_t k = 0;
+    for (; par[d] >= 0; ++k) d = (size_t)par[d];
+    return k;
+}
+MHA__PRIVATE int mha__ancestor(const int32_t *par, size_t a, size_t d) {
+    while (d > a && par[d] >= 0) d = (size_t)par[d];
+    return d == a;
+}
+#if MHA_NO_EXTRAS
+#define MHA__TREE(c) 0
+#define MHA__PARENTS(c, b) ((const int32_t *)NULL)
+#else
+#define MHA__TREE(c) ((c)->parents != NULL)
+#define MHA__PARENTS(c, b) (MHA__TREE(c) ? (c)->parents + (b) * (c)->n : NULL)
+#endif
+#define MHA__DRAFT(c, b, t) (MHA__TREE(c) ? mha__depth(MHA__PARENTS(c, b), t) : (t))
 
 /* Pooling: the scores sc[0..m) become the weights and ho[0..pv) = sum_j
    w_j v_j, with value row j at v + j vst. The max in a pass of its own over
@@ -1847,7 +1890,9 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
    base = s0 = 0), or a cache's slot (mha__ring). A slot is masked (-inf)
    outside the positions the row sees ([lo, hi), and those < kept below hi)
    or where keep is 0; else its score (q . k times scale, or additive),
-   soft-cap and ALiBi at the distance from qpos, then the bias. */
+   soft-cap and ALiBi at the distance from qpos, then the bias. A tree's
+   drafts (par given: slots of positions tree0 + d) are seen only by their
+   descendants (the row is draft `row`), at position tree0 + depth(d). */
 typedef struct mha__keys {
     const void *k;          /* slot j's key: element j p_k, of element type ktype */
     const float *q;         /* the query row [p_q] */
@@ -1859,6 +1904,8 @@ typedef struct mha__keys {
                                backward: the soft-cap's derivative; visible slots only) */
     size_t slots, cap;      /* the slots; the ring's slots (the forward: m) */
     size_t base, s0, kept;  /* the position map */
+    const int32_t *par;     /* NULL, or a tree's parents (mha_decode_tree) */
+    size_t tree0, row;      /* the tree: its drafts' first position, the row's draft */
     size_t lo, hi;          /* the positions the row sees */
     int ktype;
     int64_t qpos; /* ALiBi: the query's position, less the row's reference distance */
@@ -1879,6 +1926,8 @@ MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const m
         float s = -(FLT_MAX * 2.0f);
         const int kept = j < r->kept; /* a kept slot: its own position, seen below hi */
         pos = kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
+        if (!MHA_NO_EXTRAS && r->par && pos >= r->tree0) /* a draft: not seen (hi) unless an ancestor */
+            pos = mha__ancestor(r->par, pos - r->tree0, r->row) ? r->tree0 + mha__depth(r->par, pos - r->tree0) : r->hi;
         if ((kept || pos >= r->lo) && pos < r->hi && (!r->keep || r->keep[j])) {
             if (MHA__ADDITIVE(c))
                 s = mha__additive(c, i, r->aq, r->ak + j * c->pa);
@@ -1909,6 +1958,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     r.sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
     r.slots = r.cap = m;
     r.base = r.s0 = r.lo = r.kept = 0;
+    r.par = NULL;
     r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
     r.ktype = MHA_F32;
     r.qpos = MHA__QPOS(c, t) - MHA__DREF(c, MHA__QPOS(c, t));
@@ -1932,6 +1982,10 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
     r.sc = sc;
     r.slots = e < c->ms ? e : c->ms;
     mha__ring(&r, e, c->ms, MHA__KEPT(c->cache));
+    r.par = MHA__PARENTS(c, b);
+    r.tree0 = e - c->n;
+    r.row = t;
+    t = MHA__DRAFT(c, b, t); /* the row's position less the old length */
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
     r.ktype = MHA__CTYPE(c);
     r.qpos = (int64_t)(e - c->n + t); /* P */
@@ -3497,13 +3551,13 @@ MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_
 /* Decoding's position map on the fast path: the rules (mha__fast_rules) on
    a row's scores x[0..UP(cl, VL)) of cache slots j0 .. j0+cl-1 (already
    times scale), e positions appended, the row seeing positions [lo, hi)
-   and those below the kept slots' count s (ALiBi at its position hi - 1).
+   and those below the kept slots' count s (ALiBi at its position qpos).
    Slots below s hold their own position; the ring's slots from s0 on (its
    oldest position) hold positions base + j, those from s to s0 base + ring
    + j (mha__ring's map): a chunk is at most three runs of slots whose
    positions rise one by one, each run's visible slots one range. */
 MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, size_t cl, size_t e, size_t lo,
-                                       size_t hi, float slope) {
+                                       size_t hi, int64_t qpos, float slope) {
     const size_t s = MHA__KEPT(c->cache), ring = c->ms - s, first = e > c->ms ? e - c->ms : 0;
     const size_t s0 = s + first % ring, base = first - first % ring, end = j0 + cl;
     size_t part, a, b, len, off, v0, v1, j;
@@ -3521,9 +3575,29 @@ MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, s
         v1 = v1 < v0 ? v0 : v1 < len ? v1 : len;
         for (j = 0; j < v0; ++j) x[a - j0 + j] = -(FLT_MAX * 2.0f);
         mha__fast_rules(c, x + a - j0 + v0, v1 - v0, len - v0, NULL, NULL, 1.0f, slope,
-                        (int64_t)hi - 1 - (int64_t)(off + a + v0));
+                        qpos - (int64_t)(off + a + v0));
     }
     for (j = cl; j < MHA__UP(cl, MHA__VL); ++j) x[j] = -(FLT_MAX * 2.0f);
+}
+
+/* mha_decode_tree on the fast path, after mha__fast_ring_rules saw the
+   old length's positions alone: the scores of cache slots j0 .. j0+cl-1
+   (x, keys K of element type ct) that hold drafts from which the row's
+   draft `row` descends, within its window (lo), computed again (q . k
+   times scale, the soft-cap, ALiBi at the distance of their depths). */
+MHA__PRIVATE void mha__dec_tree(const mha__ctx *c, float *x, const float *q, const void *K, int ct, size_t j0,
+                                size_t cl, size_t b, size_t row, size_t lo, float slope) {
+    const int32_t *par = MHA__PARENTS(c, b);
+    const size_t len = (size_t)c->cache->length[b], depth = mha__depth(par, row);
+    size_t d, slot, pos;
+    for (d = 0; d <= row; ++d) {
+        slot = c->cache->window ? mha__pos_slot(len + d, MHA__KEPT(c->cache), c->ms) : len + d;
+        pos = len + mha__depth(par, d);
+        if (slot < j0 || slot - j0 >= cl || !mha__ancestor(par, d, row) || (pos < lo && pos >= MHA__KEPT(c->cache)))
+            continue;
+        x[slot - j0] = mha__extras(c, c->scale * mha__dot_t(q, mha__elt(K, ct, slot * c->pk), ct, 1, c->pk, 0), slope,
+                                   (int64_t)(depth - mha__depth(par, d)));
+    }
 }
 
 /* ot[QR][pvr] += st[QR][KB] V for keys j0 .. j0+cl-1 (weights in st): the
@@ -4061,7 +4135,7 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
         mha__dec_project(f, MHA__PROJ_V, g * c->pv, c->pv, run, c->values + (b * c->m + j) * c->dv, c->dv, wv, vd,
                          c->pv);
         for (k = 0; k < run && MHA__ROPE(c); ++k) /* RoPE at the key's position */
-            mha__rope(c, kd + k * c->pk, 1, 0, (int64_t)cache->length[b] + (int64_t)(j + k), NULL);
+            mha__rope(c, kd + k * c->pk, 1, 0, (int64_t)cache->length[b] + (int64_t)MHA__DRAFT(c, b, j + k), NULL);
         if (!MHA_NO_EXTRAS && f->ct) {
             mha__elt_store((void *)mha__elt(cache->k, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pk), f->ct, kd,
                            run * c->pk);
@@ -4082,7 +4156,7 @@ MHA__PRIVATE void mha__dec_q(void *arg, int32_t task) {
     mha__dec_project(f, MHA__PROJ_Q, i * c->pq, c->pq, c->n, c->queries + b * c->n * c->dq, c->dq,
                      f->gemv ? NULL : mha__dec_panels(f, (int64_t)i), q, c->pq);
     for (t = 0; t < c->n && MHA__ROPE(c); ++t) /* new query t at position length + t */
-        mha__rope(c, q + t * c->pq, 1, 0, (int64_t)c->cache->length[b] + (int64_t)t, NULL);
+        mha__rope(c, q + t * c->pq, 1, 0, (int64_t)c->cache->length[b] + (int64_t)MHA__DRAFT(c, b, t), NULL);
 }
 
 /* Task k of the projection step with packed weights: the append step's
@@ -4227,8 +4301,12 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         mha__dec_scores(c, q, mha__elt(K, ct, j0 * c->pk), ct, cl, st);
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
-            mha__decode_sees(e, c->n, (r0 + r) % c->n, (size_t)c->cache->window, !c->keys, &lo, &hi);
-            mha__fast_ring_rules(c, x, j0, cl, e, lo, hi, MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n));
+            const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
+            const size_t tr = (r0 + r) % c->n; /* the row's new token */
+            mha__decode_sees(e, c->n, MHA__DRAFT(c, b, tr), (size_t)c->cache->window, !c->keys, &lo, &hi);
+            /* (a tree: the old length's positions here, its drafts then) */
+            mha__fast_ring_rules(c, x, j0, cl, e, lo, MHA__TREE(c) ? e - c->n : hi, (int64_t)hi - 1, slope);
+            if (MHA__TREE(c)) mha__dec_tree(c, x, q[r], K, ct, j0, cl, b, tr, lo, slope);
             mx = mha__rowmax(x, MHA__UP(cl, MHA__VL), ninf);
             sum = mx == ninf ? 0.0f : mha__softmax(x, MHA__UP(cl, MHA__VL), mx);
             if (mx == ninf)
@@ -4407,7 +4485,7 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
             for (i = 0; i < c->h; ++i)
                 for (b = 0; b < c->batch; ++b) mha__dec_out_head(&f, b, i, 0, c->po);
     }
-    for (b = 0; b < c->batch; ++b) c->cache->length[b] += (int32_t)c->m;
+    for (b = 0; b < c->batch && !MHA__TREE(c); ++b) c->cache->length[b] += (int32_t)c->m;
     MHA__CLEAN();
 }
 
@@ -4615,25 +4693,37 @@ MHA__PRIVATE int mha__kept_bad(const mha_cache *cache, size_t m) {
     return w && m && (room < 0 || m - 1 > (size_t)room);
 }
 
-/* mha_decode (queries given) and mha_cache_append (queries NULL) up to the
-   work: the cache's sizes and lengths, then the checks every call shares. */
+/* Whether a tree's parents [batch][t] hold one out of range (each draft's
+   parent is -1 or an earlier draft). */
+MHA__PRIVATE int mha__tree_bad(const int32_t *parents, size_t batch, size_t t) {
+    size_t b, i;
+    for (b = 0; b < batch; ++b)
+        for (i = 0; i < t; ++i)
+            if (parents[b * t + i] < -1 || parents[b * t + i] >= (int32_t)i) return 1;
+    return 0;
+}
+
+/* mha_decode (decode 1), mha_decode_tree (2, with parents) and
+   mha_cache_append (0) up to the work: the cache's sizes and lengths, then
+   the checks every call shares. */
 MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
-                                               int32_t batch, int32_t t, const float *queries, const float *keys,
-                                               const float *values, float *out, void *workspace,
-                                               size_t workspace_bytes, int decode MHA__FAST_PARAMS) {
+                                               int32_t batch, int32_t t, const int32_t *parents,
+                                               const float *queries, const float *keys, const float *values,
+                                               float *out, void *workspace, size_t workspace_bytes,
+                                               int decode MHA__FAST_PARAMS) {
     mha__ctx c;
     size_t b;
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK || (st = mha__counts(&c, batch, decode ? t : 0, keys || values ? t : 0)) != MHA_OK) return st;
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->window < 0 ||
-        (MHA_NO_EXTRAS ? cache->type != 0 : (uint32_t)cache->type > (uint32_t)MHA_BF16) ||
+        (MHA_NO_EXTRAS ? cache->type != 0 || decode == 2 : (uint32_t)cache->type > (uint32_t)MHA_BF16) ||
         (cache->type && MHA__ADDITIVE(&c)) || mha__kept_bad(cache, c.m))
         return MHA_ERR_SHAPE;
     if (decode && !keys && !values && (MHA__ROPE(&c) || MHA__ALIBI(&c)))
         return MHA_ERR_SHAPE; /* cross-attention: no query position */
-    if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
-        (keys && (!w->w_k || !w->w_v)) ||
+    if (!cache->k || !cache->v || !cache->length || !keys != !values || (decode != 1 && !keys) ||
+        (decode == 2 && !parents) || (keys && (!w->w_k || !w->w_v)) ||
         (decode && (!queries || !out || !w->w_q || !w->w_o ||
                     (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))))
         return MHA_ERR_NULL;
@@ -4648,11 +4738,15 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
 #endif
     st = mha__check(&c, mha__bytes(&c), workspace_bytes, workspace);
     if (st != MHA__RUN) return st;
-    for (b = 0; b < c.batch; ++b) /* every length first, then the room */
+    for (b = 0; b < c.batch; ++b) /* every length first, a tree's parents, then the room */
         if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
+    if (decode == 2 && mha__tree_bad(parents, c.batch, c.n)) return MHA_ERR_MASK;
     for (b = 0; b < c.batch; ++b)
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? MHA__POS_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
+#if !MHA_NO_EXTRAS
+    c.parents = decode == 2 ? parents : NULL;
+#endif
     return MHA__KEEP(&c, workspace);
 }
 
@@ -4761,7 +4855,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
             row = b * c->n + t;
             for (i = 0; i < c->h; ++i) { /* 2. */
                 mha__project(c, MHA__PROJ_Q, c->queries + row * c->dq, 1, i * c->pq, MHA__PART(c, MHA__QP) + i * c->pq);
-                mha__rope(c, MHA__PART(c, MHA__QP) + i * c->pq, 1, 0, (int64_t)(e - c->n + t), NULL);
+                mha__rope(c, MHA__PART(c, MHA__QP) + i * c->pq, 1, 0, (int64_t)(e - c->n + MHA__DRAFT(c, b, t)),
+                          NULL);
                 if (MHA__ADDITIVE(c))
                     mha__project(c, MHA__PROJ_AQ, MHA__PART(c, MHA__QP) + i * c->pq, 1, i * c->pa,
                                  MHA__PART(c, MHA__AQ));
@@ -4802,7 +4897,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
                     v = MHA__PART(c, MHA__CAT);
                 }
                 mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk, k);
-                mha__rope(c, k, 1, 0, (int64_t)cache->length[b] + (int64_t)j, NULL);
+                mha__rope(c, k, 1, 0, (int64_t)cache->length[b] + (int64_t)MHA__DRAFT(c, b, j), NULL);
                 mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv, v);
                 if (!MHA__CTYPE(c)) continue;
                 mha__elt_store((void *)mha__elt(cache->k, MHA__CTYPE(c), ((b * c->kv + g) * c->ms + slot) * c->pk),
@@ -4816,7 +4911,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
 MHA__PRIVATE MHA__NOINLINE mha_status mha__appended(mha_status status, void *workspace) {
     const mha__ctx *c = (const mha__ctx *)(void *)mha__align(workspace);
     size_t b;
-    if (status != MHA_OK) return status;
+    if (status != MHA_OK || MHA__TREE(c)) return status; /* a tree's drafts: scratch */
     for (b = 0; b < c->batch; ++b) c->cache->length[b] += (int32_t)c->m;
     return MHA_OK;
 }
@@ -5259,6 +5354,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     r.raw = B->raw;
     r.slots = r.cap = m;
     r.base = r.s0 = r.lo = r.kept = 0;
+    r.par = NULL;
     r.hi = mha__visible(mask, b, row, t, m);
     r.ktype = MHA_F32;
     r.qpos = qpos - MHA__DREF(c, qpos);
@@ -6072,7 +6168,7 @@ MHADEF size_t mha_decode_reference_workspace_size(const mha_shape *shape, int32_
 MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                                    int32_t t, const float *keys, const float *values, void *workspace,
                                    size_t workspace_bytes) {
-    int st = mha__enter_cache(shape, w, cache, batch, t, NULL, keys, values, NULL, workspace,
+    int st = mha__enter_cache(shape, w, cache, batch, t, NULL, NULL, keys, values, NULL, workspace,
                               workspace_bytes, 0 MHA__FAST_ARGS(1, NULL, NULL));
     return mha__decode_steps(st, workspace);
 }
@@ -6080,7 +6176,7 @@ MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w,
 MHADEF mha_status mha_decode(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                              int32_t t, const float *queries, const float *keys, const float *values, float *out,
                              void *workspace, size_t workspace_bytes) {
-    int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+    int st = mha__enter_cache(shape, w, cache, batch, t, NULL, queries, keys, values, out, workspace,
                               workspace_bytes, 1 MHA__FAST_ARGS(1, NULL, NULL));
     return mha__decode_steps(st, workspace);
 }
@@ -6090,7 +6186,7 @@ MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights 
                                       const float *values, float *out, void *workspace, size_t workspace_bytes,
                                       mha_parallel_for parallel_for, void *user) {
 #if MHA_FAST
-    int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+    int st = mha__enter_cache(shape, w, cache, batch, t, NULL, queries, keys, values, out, workspace,
                               workspace_bytes, 1, 1, parallel_for, user);
     return mha__decode_steps(st, workspace);
 #else
@@ -6100,11 +6196,19 @@ MHADEF mha_status mha_decode_parallel(const mha_shape *shape, const mha_weights 
 #endif
 }
 
+MHADEF mha_status mha_decode_tree(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
+                                  int32_t t, const int32_t *parents, const float *queries, const float *keys,
+                                  const float *values, float *out, void *workspace, size_t workspace_bytes) {
+    int st = mha__enter_cache(shape, w, cache, batch, t, parents, queries, keys, values, out, workspace,
+                              workspace_bytes, 2 MHA__FAST_ARGS(1, NULL, NULL));
+    return mha__decode_steps(st, workspace);
+}
+
 MHADEF mha_status mha_decode_reference(const mha_shape *shape, const mha_weights *w, mha_cache *cache,
                                        int32_t batch, int32_t t, const float *queries, const float *keys,
                                        const float *values, float *out, void *workspace, size_t workspace_bytes) {
 #if MHA_FAST
-    int st = mha__enter_cache(shape, w, cache, batch, t, queries, keys, values, out, workspace,
+    int st = mha__enter_cache(shape, w, cache, batch, t, NULL, queries, keys, values, out, workspace,
                               workspace_bytes, 1, 0, NULL, NULL);
     return mha__decode_steps(st, workspace);
 #else

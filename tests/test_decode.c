@@ -881,6 +881,173 @@ static void test_tiny_workspace(void) {
     tu_problem_free(&p);
 }
 
+/* ---- speculative decoding: a tree of drafts --------------------------------- */
+
+/* A random tree of t drafts: parent -1 (the prefix) or an earlier draft. */
+static void random_tree(int32_t *par, int32_t t) {
+    int32_t i;
+    for (i = 0; i < t; ++i) par[i] = i == 0 ? -1 : (int32_t)(tu_next() % (uint32_t)(i + 1)) - 1;
+}
+
+/* The drafts from the root down to draft i (path[0] the root's child of
+   the prefix, path[len - 1] = i): their count. */
+static int32_t tree_path(const int32_t *par, int32_t i, int32_t *path) {
+    int32_t len = 0, k, a;
+    for (a = i; a >= 0; a = par[a]) ++len;
+    for (a = i, k = len - 1; a >= 0; a = par[a]) path[k--] = a;
+    return len;
+}
+
+/* mha_decode_tree against two oracles: (1) each draft's output equals
+   decoding the prefix and then its path (its ancestors and itself) token by
+   token on a copy of the cache (mha_decode_reference); (2) with no RoPE,
+   ALiBi or window, a float cache, the forward pass over the prefix and the
+   drafts with the keep mask that lets draft i see the prefix and its
+   ancestors. Random
+   shapes (dot and additive), ragged batches, float, f16 and bf16 caches,
+   windows over wrapped rings with kept first positions, RoPE, ALiBi,
+   soft-cap and sinks on half; lengths unchanged after the call. */
+static void test_tree(void) {
+    int problem, all = 1, fwd_all = 1, fwd_runs = 0;
+    for (problem = 0; problem < 32; ++problem) {
+        const int variant = problem % 4; /* 0 float; 1 float, window, keep_first; 2 f16; 3 bf16, window */
+        mha_shape s = random_shape(problem % 8 == 0 || problem % 8 == 5); /* additive: float caches */
+        tu_problem p;
+        mha_cache c, o;
+        int on = problem % 3 ? tu_extras(&s) : 0;
+        const int32_t type = variant == 2 ? MHA_F16 : variant == 3 ? MHA_BF16 : MHA_F32;
+        const size_t es = type ? 2 : sizeof(float);
+        int32_t batch = 1 + (int32_t)(tu_next() % 3), t = 1 + (int32_t)(tu_next() % 8), b, i, k, cap, len_max = 0;
+        int32_t lens[3], pre[3], par[3 * 8], path[8], olen, plen;
+        size_t dq = (size_t)s.d_q, dk = (size_t)s.d_k, dv = (size_t)s.d_v, po = (size_t)s.p_o, bytes, cbytes;
+        float *q[3], *kk[3], *vv[3], *dq_all, *dk_all, *dv_all, *out, *one;
+        void *store, *snap, *ostore, *ws;
+        int ok = 1;
+        if (type && s.score == MHA_SCORE_ADDITIVE) s.score = MHA_SCORE_DOT;
+        if (s.score == MHA_SCORE_DOT) s.p_k = s.p_q;
+        tu_problem_make(&p, &s, 1, 1, 1, problem % 2);
+        tu_sinks(&p, on);
+        memset(&c, 0, sizeof c);
+        c.type = type;
+        c.window = variant == 1 ? 2 + (int32_t)(tu_next() % 5) : variant == 3 ? 3 : 0;
+        c.keep_first = variant == 1 ? (int32_t)(tu_next() % (uint32_t)c.window) : 0;
+        if (problem == 1) { /* a chain of 8 after 1 token, window 3, 2 kept: draft 0 (position 1) is kept */
+            c.window = 3;
+            c.keep_first = 2;
+            t = 8;
+        }
+        for (b = 0; b < batch; ++b) {
+            pre[b] = problem == 1 ? 1 : (int32_t)(tu_next() % (c.window ? 30u : 12u)); /* a ring wraps */
+            if (pre[b] > len_max) len_max = pre[b];
+            q[b] = tu_floats((size_t)(pre[b] + t) * dq, 1.0f);
+            kk[b] = tu_floats((size_t)(pre[b] + t) * dk, 1.0f);
+            vv[b] = tu_floats((size_t)(pre[b] + t) * dv, 1.0f);
+            random_tree(par + b * t, t);
+            for (i = 0; i < t && problem == 1; ++i) par[b * t + i] = i - 1;
+        }
+        cap = c.window ? c.keep_first + c.window + t - 1 + (int32_t)(tu_next() % 3) : len_max + t + (int32_t)(tu_next() % 3);
+        c.capacity = cap;
+        cbytes = mha_cache_bytes_typed(&s, batch, cap, type);
+        store = malloc(cbytes);
+        snap = malloc(cbytes);
+        ostore = malloc(cbytes);
+        memset(store, 0, cbytes);
+        c.k = store;
+        c.v = (unsigned char *)store + (size_t)batch * (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k * es;
+        c.length = lens;
+        bytes = mha_decode_workspace_size(&s, batch, t, cap);
+        if (mha_decode_reference_workspace_size(&s, batch, t, cap) > bytes)
+            bytes = mha_decode_reference_workspace_size(&s, batch, t, cap);
+        ws = malloc(bytes);
+        for (b = 0; b < batch; ++b) { /* each prefix, a token at a time */
+            mha_cache one_c = sub_cache(&s, &c, b);
+            lens[b] = 0;
+            for (k = 0; k < pre[b]; ++k)
+                ok &= mha_cache_append(&s, &p.w, &one_c, 1, 1, kk[b] + (size_t)k * dk, vv[b] + (size_t)k * dv, ws,
+                                       bytes) == MHA_OK;
+        }
+        memcpy(snap, store, cbytes);
+        dq_all = tu_floats((size_t)batch * (size_t)t * dq, 0.0f);
+        dk_all = tu_floats((size_t)batch * (size_t)t * dk, 0.0f);
+        dv_all = tu_floats((size_t)batch * (size_t)t * dv, 0.0f);
+        out = tu_floats((size_t)batch * (size_t)t * po, 0.0f);
+        one = tu_floats(po, 0.0f);
+        for (b = 0; b < batch; ++b) {
+            memcpy(dq_all + (size_t)b * (size_t)t * dq, q[b] + (size_t)pre[b] * dq, (size_t)t * dq * sizeof(float));
+            memcpy(dk_all + (size_t)b * (size_t)t * dk, kk[b] + (size_t)pre[b] * dk, (size_t)t * dk * sizeof(float));
+            memcpy(dv_all + (size_t)b * (size_t)t * dv, vv[b] + (size_t)pre[b] * dv, (size_t)t * dv * sizeof(float));
+        }
+        ok &= mha_decode_tree(&s, &p.w, &c, batch, t, par, dq_all, dk_all, dv_all, out, ws, bytes) == MHA_OK;
+        for (b = 0; b < batch; ++b) ok &= lens[b] == pre[b];
+        for (b = 0; b < batch; ++b) /* (1) each draft's path, decoded token by token after the prefix */
+            for (i = 0; i < t; ++i) {
+                memcpy(ostore, snap, cbytes);
+                o = c;
+                o.k = ostore;
+                o.v = (unsigned char *)ostore + ((unsigned char *)c.v - (unsigned char *)store);
+                o = sub_cache(&s, &o, b);
+                olen = pre[b];
+                o.length = &olen;
+                plen = tree_path(par + b * t, i, path);
+                for (k = 0; k < plen; ++k)
+                    ok &= mha_decode_reference(&s, &p.w, &o, 1, 1, q[b] + (size_t)(pre[b] + path[k]) * dq,
+                                               kk[b] + (size_t)(pre[b] + path[k]) * dk,
+                                               vv[b] + (size_t)(pre[b] + path[k]) * dv, one, ws, bytes) == MHA_OK;
+                ok &= close_to(out + ((size_t)b * (size_t)t + (size_t)i) * po, one, po);
+            }
+        if (!s.rope_dim && !s.alibi && !c.window && !type) /* (2) the forward pass with the tree's keep mask */
+            for (b = 0; b < batch; ++b) {
+                int32_t L = pre[b], n = L + t, r, j;
+                uint8_t *keep = (uint8_t *)calloc((size_t)n * (size_t)n, 1);
+                mha_mask mask = {0, 0, NULL, 0, NULL, NULL};
+                float *fo = tu_floats((size_t)n * po, 0.0f);
+                size_t fb = mha_reference_workspace_size(&s, 1, n, n);
+                void *fws = malloc(fb);
+                for (r = 0; r < n; ++r)
+                    for (j = 0; j < n; ++j) {
+                        int see = j <= r && j < L; /* the prefix: causal */
+                        if (r >= L && j >= L) /* draft r - L sees draft j - L where it descends from it */
+                            for (k = r - L; k >= 0 && !see; k = par[b * t + k]) see = k == j - L;
+                        if (r < L) see = j <= r;
+                        keep[(size_t)r * (size_t)n + (size_t)j] = (uint8_t)see;
+                    }
+                mask.keep = keep;
+                fwd_all &= mha_forward_reference(&s, &p.w, 1, n, n, q[b], kk[b], vv[b], &mask, fo, NULL, fws, fb) ==
+                               MHA_OK &&
+                           close_to(out + (size_t)b * (size_t)t * po, fo + (size_t)L * po, (size_t)t * po);
+                ++fwd_runs;
+                free(keep);
+                free(fo);
+                free(fws);
+            }
+        if (!ok)
+            printf("tree decode: problem %d (variant %d, %s, heads %d/%d, batch %d, t %d, window %d, keep_first %d)\n",
+                   problem, variant, s.score == MHA_SCORE_ADDITIVE ? "additive" : "dot", (int)s.heads,
+                   (int)s.kv_heads, (int)batch, (int)t, (int)c.window, (int)c.keep_first);
+        all &= ok;
+        for (b = 0; b < batch; ++b) {
+            free(q[b]);
+            free(kk[b]);
+            free(vv[b]);
+        }
+        free(dq_all);
+        free(dk_all);
+        free(dv_all);
+        free(out);
+        free(one);
+        free(store);
+        free(snap);
+        free(ostore);
+        free(ws);
+        tu_problem_free(&p);
+    }
+    CHECK(all, "mha_decode_tree on 32 random problems (float, f16 and bf16 caches, windows over wrapped rings with "
+               "kept first positions, ragged batches, RoPE, ALiBi, soft-cap, sinks): each draft equals decoding its "
+               "path after the prefix token by token; lengths unchanged");
+    CHECK(fwd_all && fwd_runs > 0, "mha_decode_tree equals mha_forward with the tree's keep mask (%d sequences of float "
+                                   "caches without RoPE, ALiBi or window)", fwd_runs);
+}
+
 int main(void) {
     (void)naive_forward; /* naive_ref.h: only its RoPE is used here */
     tu_seed(20261202u);
@@ -895,6 +1062,7 @@ int main(void) {
     test_non_finite();
     test_tiny_workspace();
     test_16bit();
+    test_tree();
     printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
            (double)worst_ratio);
     return tu_summary();
