@@ -633,6 +633,48 @@ static void test_decode_statuses(void) {
         c.keep_first = 0;
         c.capacity = 4;
     }
+    { /* mha_decode_tree: parents [2][2] */
+        int32_t par[4] = {-1, 0, -1, -1}, k, no_extras = mha_build_info().no_extras, st;
+        static const int32_t bad[4][2] = {{-2, 0}, {0, 0}, {-1, 1}, {-1, 5}}; /* draft 0's and 1's parents */
+        c.window = 0;
+        lens[0] = 1;
+        lens[1] = 0;
+        memcpy(store_copy, store, cbytes);
+        memcpy(len_copy, lens, sizeof lens);
+        memset(out, 0, 2 * 2 * 4 * sizeof(float));
+#define TREE(parents, keys, values) mha_decode_tree(&s, &p.w, &c, 2, 2, parents, p.q, keys, values, out, ws, bytes)
+        if (no_extras) {
+            CHECK(TREE(par, p.k, p.v) == MHA_ERR_SHAPE && TREE(NULL, p.k, p.v) == MHA_ERR_SHAPE,
+                  "mha_decode_tree under MHA_NO_EXTRAS: MHA_ERR_SHAPE");
+        } else {
+            CHECK(TREE(NULL, p.k, p.v) == MHA_ERR_NULL && TREE(par, NULL, NULL) == MHA_ERR_NULL &&
+                      TREE(par, p.k, NULL) == MHA_ERR_NULL,
+                  "mha_decode_tree: parents, or keys and values NULL: MHA_ERR_NULL");
+            for (k = 0; k < 4; ++k) {
+                par[2] = bad[k][0];
+                par[3] = bad[k][1];
+                st = TREE(par, p.k, p.v);
+                CHECK(st == MHA_ERR_MASK, "mha_decode_tree: sequence 1's parents %d, %d: MHA_ERR_MASK (%d)",
+                      (int)par[2], (int)par[3], st);
+            }
+            par[2] = par[3] = -1;
+            lens[1] = -1;
+            par[0] = 5;
+            CHECK(TREE(par, p.k, p.v) == MHA_ERR_MASK, "mha_decode_tree: a length < 0 and a bad parent: MHA_ERR_MASK");
+            lens[1] = 3;
+            par[0] = -1;
+            CHECK(TREE(par, p.k, p.v) == MHA_ERR_CAPACITY, "mha_decode_tree: 3 + 2 drafts in 4 slots: MHA_ERR_CAPACITY");
+            lens[1] = 0;
+            CHECK(memcmp(store, store_copy, cbytes) == 0 && lens[0] == 1 && lens[1] == 0 &&
+                      tu_max_abs(out, 2 * 2 * 4) == 0.0f,
+                  "mha_decode_tree refused: nothing written (cache, lengths, out)");
+            CHECK(TREE(par, p.k, p.v) == MHA_OK && lens[0] == 1 && lens[1] == 0 && tu_max_abs(out, 2 * 2 * 4) > 0.0f,
+                  "mha_decode_tree: MHA_OK, the lengths unchanged");
+        }
+#undef TREE
+        memcpy(store, store_copy, cbytes);
+        memcpy(lens, len_copy, sizeof lens);
+    }
     c.window = 0;
     c.type = 3;
     CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,

@@ -430,24 +430,26 @@ static void fz_backward(fuzz_reader *r, const mha_shape *s, const mha_weights *w
 
 /* A decoding call driven by the rest of the input (see the top). */
 static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, int32_t batch) {
-    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, t, cap, window, kept, type, *lens, *lens2, b;
-    int kv, null_which, specials = 0, finite = 1;
+    int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, t, cap, window, kept, type, *lens, *lens2, *tree, b;
+    int kv, null_which, as_tree, specials = 0, finite = 1;
     size_t nq, nk, nv, no, ncache, bytes, exact, j;
     float *q, *k, *v, *out, *store, *store2;
-    uint8_t ws_mode, *ws_block;
+    uint8_t ws_mode, sel, *ws_block;
     void *ws;
     mha_cache c, c2;
     mha_status want, got;
     if (fz_byte(r) % 2 == 0) return; /* no decoding this time */
     t = fz_size(r);
     cap = fz_size(r);
-    window = fz_byte(r) % 3 == 0 ? fz_size(r) : 0;
-    kept = window ? (int32_t)(fz_byte(r) % 8) - 1 : 0; /* keep_first: -1 .. 6 */
+    sel = fz_byte(r); /* (the window's byte also picks keep_first, and null_which's a tree: no byte more) */
+    window = sel % 3 == 0 ? fz_size(r) : 0;
+    kept = window ? (int32_t)(sel / 3 % 8) - 1 : 0; /* keep_first: -1 .. 6 */
     type = fz_byte(r) % 16; /* 15: an unknown type; 14: f16; 13: bf16; else float */
     type = type == 15 ? 3 + (int32_t)(fz_byte(r) % 2) * -4 : type == 14 ? MHA_F16 : type == 13 ? MHA_BF16 : MHA_F32;
     kv = fz_byte(r) % 8;
     kv = kv < 2 ? 1 : kv == 2 ? 0 : kv == 7 ? 2 + (fz_byte(r) & 1) : 1;
     null_which = fz_byte(r) % 24;
+    as_tree = null_which >= 20; /* mha_decode_tree, its parents from the input */
     if (null_which > 5) null_which = 0;
     ws_mode = fz_byte(r);
     if (t < 0 || t > 40 || cap < 1 || cap > 96 || batch > 8 || (uint64_t)batch * (uint64_t)kvh * (uint64_t)cap *
@@ -465,7 +467,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
         c.window = window;
         c.keep_first = kept;
         c.type = type;
-        want = fz_decode_status(s, batch, t, cap, window, kept, type, dlens, kv, null_which, dws, sizeof dws);
+        want = fz_decode_status(s, batch, t, cap, window, kept, type, dlens, kv, null_which, NULL, dws, sizeof dws);
         if (want == MHA_OK) return; /* valid: too large to run here */
         got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : dummy,
                          kv == 1 || kv == 2 ? dummy : NULL, kv == 1 || kv == 3 ? dummy : NULL,
@@ -474,6 +476,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
         ++fuzz_count_decode;
         return;
     }
+    tree = as_tree ? (int32_t *)malloc(((size_t)batch * (size_t)t + 1) * sizeof(int32_t)) : NULL;
     lens = (int32_t *)malloc(((size_t)batch + 1) * sizeof(int32_t));
     lens2 = (int32_t *)malloc(((size_t)batch + 1) * sizeof(int32_t));
     for (b = 0; b < batch; ++b) {
@@ -512,10 +515,18 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     bytes = (ws_mode & 3) == 1 && exact > 0 ? exact - 1 : exact;
     ws_block = (uint8_t *)malloc(bytes + 64);
     ws = (ws_mode & 3) == 2 && ws_mode > 200 ? NULL : ws_block + (ws_mode >> 2) % 64u;
-    want = fz_decode_status(s, batch, t, cap, window, kept, type, lens, kv, null_which, ws, bytes);
-    got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : q,
-                     kv == 1 || kv == 2 ? k : NULL, kv == 1 || kv == 3 ? v : NULL, null_which == 5 ? NULL : out, ws,
-                     bytes);
+    if (tree) /* mha_decode_tree: each parent from the input, -2 .. i (-2 and i out of range) */
+        for (j = 0; j < (size_t)batch * (size_t)t; ++j)
+            tree[j] = (int32_t)(fz_byte(r) % (uint8_t)(j % (size_t)t + 3u)) - 2;
+    want = fz_decode_status(s, batch, t, cap, window, kept, type, lens, kv, null_which, tree, ws, bytes);
+    if (tree)
+        got = mha_decode_tree(s, w, null_which == 1 ? NULL : &c, batch, t, tree, null_which == 4 ? NULL : q,
+                              kv == 1 || kv == 2 ? k : NULL, kv == 1 || kv == 3 ? v : NULL,
+                              null_which == 5 ? NULL : out, ws, bytes);
+    else
+        got = mha_decode(s, w, null_which == 1 ? NULL : &c, batch, t, null_which == 4 ? NULL : q,
+                         kv == 1 || kv == 2 ? k : NULL, kv == 1 || kv == 3 ? v : NULL, null_which == 5 ? NULL : out,
+                         ws, bytes);
     if (got != want) FZ_FAIL("decode: status %d, predicted %d", (int)got, (int)want);
     if (got != MHA_OK) {
         if ((ncache && memcmp(store, store2, ncache * sizeof(float)) != 0) ||
@@ -524,8 +535,10 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     } else {
         for (j = 0; j < no; ++j)
             if (!isfinite(out[j])) FZ_FAIL("decode: finite inputs gave out[%lu] = %g", (unsigned long)j, (double)out[j]);
+        if (tree && memcmp(lens, lens2, (size_t)batch * sizeof(int32_t)) != 0)
+            FZ_FAIL("decode: a tree changed the lengths");
 #if defined(MHA_FAST) && MHA_FAST
-        { /* the reference path on the same cache as it was: the same results */
+        if (!tree) { /* (a tree: tests/test_decode.c checks each draft against its path) */ /* the reference path on the same cache as it was: the same results */
             size_t rb = mha_decode_reference_workspace_size(s, batch, t, cap);
             float *ro = fz_alloc(no), mx = 0.0f;
             void *rw = malloc(rb);
@@ -550,6 +563,7 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     }
     ++fuzz_count_decode;
     free(q); free(k); free(v); free(out); free(store); free(store2); free(lens); free(lens2); free(ws_block);
+    free(tree);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -99,10 +99,11 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
 /* The status mha_decode (queries given) must return for a valid shape, from
    the docs' decoding rules alone. kv: 0 neither keys nor values (cross-
    attention), 1 both, 2 keys only, 3 values only; null_which: 1 the cache,
-   2 cache->k, 3 cache->length, 4 queries, 5 out. */
+   2 cache->k, 3 cache->length, 4 queries, 5 out; tree: NULL (mha_decode),
+   or mha_decode_tree's parents [batch][t]. */
 static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t, int32_t cap, int32_t window,
                                    int32_t kept, int32_t type, const int32_t *lens, int kv, int null_which,
-                                   const void *ws, size_t ws_bytes) {
+                                   const int32_t *tree, const void *ws, size_t ws_bytes) {
     int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, b;
     int64_t H = s->heads, pa = s->score == MHA_SCORE_ADDITIVE ? s->p_a : 0;
     fz_u limit = (fz_u)SIZE_MAX, total;
@@ -119,11 +120,14 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
 #else /* 0, or 1 .. window - 1 with a window, below the capacity */
     const int kept_ok = kept == 0 || (kept > 0 && window > 0 && kept < window && kept < cap);
 #endif
+#if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS
+    if (tree) return MHA_ERR_SHAPE; /* trees are compiled out */
+#endif
     if (cap < 1 || window < 0 || !type_ok || !kept_ok ||
         (window && kv && t > 0 && (int64_t)kept + window + t - 1 > cap))
         return MHA_ERR_SHAPE;
     if (kv == 0 && (s->rope_dim || s->alibi)) return MHA_ERR_SHAPE; /* a cross-attention query has no position */
-    if (null_which >= 2 || kv >= 2) return MHA_ERR_NULL;
+    if (null_which >= 2 || kv >= 2 || (tree && kv != 1)) return MHA_ERR_NULL; /* a tree: keys and values */
     if (fz_bytes3(batch, t, s->d_q) >= limit || (kv && fz_bytes3(batch, t, s->d_k) >= limit) ||
         (kv && fz_bytes3(batch, t, s->d_v) >= limit) || fz_bytes3(batch, t, s->p_o) >= limit ||
         fz_mul(fz_mul(fz_count3(batch, kvh, cap), (fz_u)s->p_k), esize) >= limit ||
@@ -141,6 +145,8 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
     if (!ws || (fz_u)ws_bytes < total) return MHA_ERR_WORKSPACE;
     for (b = 0; b < batch; ++b)
         if (lens[b] < 0 || (!window && lens[b] > cap)) return MHA_ERR_MASK;
+    for (b = 0; tree && b < (int64_t)batch * t; ++b) /* each parent -1 or an earlier draft */
+        if (tree[b] < -1 || tree[b] >= (int32_t)(b % t)) return MHA_ERR_MASK;
     for (b = 0; b < batch; ++b)
         if ((int64_t)lens[b] + (kv ? t : 0) > (window ? FZ_POS_MAX : (int64_t)cap)) return MHA_ERR_CAPACITY;
     return MHA_OK;
