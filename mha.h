@@ -4723,7 +4723,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     if (decode && !keys && !values && (MHA__ROPE(&c) || MHA__ALIBI(&c)))
         return MHA_ERR_SHAPE; /* cross-attention: no query position */
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (decode != 1 && !keys) ||
-        (decode == 2 && !parents) || (keys && (!w->w_k || !w->w_v)) ||
+        (!MHA_NO_EXTRAS && decode == 2 && !parents) || (keys && (!w->w_k || !w->w_v)) ||
         (decode && (!queries || !out || !w->w_q || !w->w_o ||
                     (MHA__ADDITIVE(&c) && (!w->a_q || !w->a_k || !w->a_v)))))
         return MHA_ERR_NULL;
@@ -4740,7 +4740,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     if (st != MHA__RUN) return st;
     for (b = 0; b < c.batch; ++b) /* every length first, a tree's parents, then the room */
         if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
-    if (decode == 2 && mha__tree_bad(parents, c.batch, c.n)) return MHA_ERR_MASK;
+    if (!MHA_NO_EXTRAS && decode == 2 && mha__tree_bad(parents, c.batch, c.n)) return MHA_ERR_MASK;
     for (b = 0; b < c.batch; ++b)
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? MHA__POS_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
