@@ -437,6 +437,17 @@ typedef struct mha_cache {
    `type` (MHA_I8: one byte; 0 also for an unknown type). */
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity);
 MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type);
+/* The address of the cached key (which 0) or value (1) of position
+   `position` of sequence b (of the cache's batch), kv head kv_head: p_k
+   (p_v) elements of the cache's type (float, uint16_t or int8_t), found by
+   the slot rule (a window's ring, keep_first), so that no caller indexes
+   the void * arrays by hand. NULL for a bad shape or cache (as
+   mha_cache_append checks them), b outside 0 .. batch-1, kv_head outside
+   0 .. kv_heads-1, position < 0, which not 0 or 1, or a position the cache
+   does not hold (>= length[b], past the capacity, or overwritten in a
+   ring). */
+MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32_t batch, int32_t b,
+                           int32_t kv_head, int32_t position, int32_t which);
 
 /* Projects t keys and values per sequence and appends them to the cache at
    each sequence's own length[b], which then grows by t:
@@ -6134,6 +6145,30 @@ MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32
 }
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
     return mha_cache_bytes_typed(shape, batch, capacity, MHA_F32);
+}
+MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32_t batch, int32_t b,
+                           int32_t kv_head, int32_t position, int32_t which) {
+    mha__ctx c;
+    size_t slot, cap, kept;
+    int32_t len;
+    if (!cache || !cache->k || !cache->v || !cache->length || b < 0 || b >= batch || kv_head < 0 || position < 0 ||
+        (uint32_t)which > 1u || mha__setup(&c, shape, &mha__no_weights) != MHA_OK || (size_t)kv_head >= c.kv ||
+        cache->capacity < 1 || cache->window < 0 || (uint32_t)cache->type > (uint32_t)MHA_I8 ||
+        (MHA_NO_EXTRAS && (cache->type == MHA_F16 || cache->type == MHA_BF16)) || mha__kept_bad(cache, 0) ||
+        /* the floats of the batch's cache fit size_t, so the row's byte offset does */
+        mha__mul(mha__mul(mha__mul(MHA__SZ(batch), c.kv), (size_t)cache->capacity),
+                 mha__mul(mha__add(c.pk, c.pv), sizeof(float))) == SIZE_MAX)
+        return NULL;
+    len = cache->length[b];
+    cap = (size_t)cache->capacity;
+    kept = MHA__KEPT(cache);
+    if (position >= len || (!cache->window && (size_t)position >= cap) ||
+        (cache->window && (size_t)position >= kept && (size_t)(len - position) > cap - kept))
+        return NULL; /* not held */
+    slot = cache->window ? mha__pos_slot((size_t)position, kept, cap) : (size_t)position;
+    return (unsigned char *)(which ? cache->v : cache->k) +
+           (((size_t)b * c.kv + (size_t)kv_head) * cap + slot) * (which ? c.pv : c.pk) *
+               (cache->type == MHA_I8 ? 1u : cache->type ? 2u : (unsigned)sizeof(float));
 }
 
 /* Workspace bytes of a decode (fast 1: mha_decode's path) or an append. */

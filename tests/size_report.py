@@ -10,7 +10,7 @@ outside the object (libm, libgcc soft-float helpers) count as 0 and are named.
     size_report.py            print the table
     size_report.py --readme   also rewrite the table in docs/firmware.md
     size_report.py --check    fail above the budgets (Cortex-M4F -Os: .text
-                              <= 19968 everything, <= 2560 for mha_forward in
+                              <= 20480 everything, <= 2560 for mha_forward in
                               the smallest, <= 3072 for the decoder
                               (mha_decode + mha_cache_append) and for
                               mha_forward_q8 in the smallest; stack <= 256
@@ -45,7 +45,7 @@ PUBLIC = ["mha_forward", "mha_forward_reference", "mha_forward_parallel", "mha_h
           "mha_output_rows", "mha_workspace_size", "mha_reference_workspace_size", "mha_weight_counts_get",
           "mha_packed_weights_size", "mha_pack_weights", "mha_status_string", "mha_build_info", "mha_attend",
           "mha_attend_workspace_size", "mha_cache_bytes", "mha_cache_append", "mha_decode", "mha_decode_parallel",
-          "mha_decode_reference", "mha_decode_tree", "mha_decode_workspace_size", "mha_decode_reference_workspace_size",
+          "mha_decode_reference", "mha_decode_tree", "mha_cache_row", "mha_decode_workspace_size", "mha_decode_reference_workspace_size",
           "mha_f16_from_f32", "mha_f32_from_f16", "mha_bf16_from_f32", "mha_f32_from_bf16", "mha_cache_bytes_typed",
           "mha_backward", "mha_backward_workspace_size", "mha_backward_parallel",
           "mha_backward_parallel_workspace_size", "mha_forward_q8", "mha_q8_workspace_size", "mha_q8_rows",
@@ -65,11 +65,11 @@ TRAINING = ["mha_backward", "mha_backward_workspace_size", "mha_backward_referen
 # entry for the reference path, 13610 measured, to 17920 with the int8
 # path, its SMLAD products and its set-up helpers, 17718 measured, and to
 # 19456 with int8 decoding, 19006 measured; 19456 measured with mha_explain and its
-# messages, the checks expanded once; 19444 with keep_first, and to 19968 with
-# mha_decode_tree, 19824 measured); smallest:
+# messages, the checks expanded once; 19444 with keep_first, and to 20480 with
+# mha_decode_tree and mha_cache_row, 20144 measured); smallest:
 # mha_forward alone; decoder: mha_decode + mha_cache_append alone; int8:
 # mha_forward_q8 alone
-BUDGET_TEXT = {"everything": 19968, "smallest": 2560, "decoder": 3072, "int8": 3072}
+BUDGET_TEXT = {"everything": 20480, "smallest": 2560, "decoder": 3072, "int8": 3072}
 # everything: the knobs' 16 bytes of call state lie in the deepest frame
 # (mha__enter's); decoding from a 16-bit cache adds mha__dot16's frame (48 bytes
 # more than mha__dot's) under the score loop; a tree's parents (mha_decode_tree) 24 bytes

@@ -201,6 +201,41 @@ static void test_decode_equals_forward(void) {
     }
 }
 
+/* The position that slot j of a one-sequence cache of capacity cap, the
+   first `kept` slots kept, holds after e appended (docs, "Decoding with a KV
+   cache"): position p goes to slot p below kept, else to kept + (p - kept)
+   mod (cap - kept); the slot holds the latest p < e sent there (-1: none).
+   By search, not by the formula mha.h inverts. */
+static int32_t slot_position(int32_t j, int32_t e, int32_t cap, int32_t kept) {
+    int32_t p;
+    for (p = e - 1; p >= 0; --p)
+        if ((p < kept ? p : kept + (p - kept) % (cap - kept)) == j) return p;
+    return -1;
+}
+
+/* mha_cache_row for every position 0 .. e (and one past) of a one-sequence
+   cache that holds e positions, elements of es bytes: the address of the
+   slot that slot_position finds holding it (kv head g's rows), or NULL
+   where no slot does. */
+static int rows_ok(const mha_shape *s, const mha_cache *c, int32_t e, size_t es) {
+    int32_t cap = c->capacity, kvh = s->kv_heads ? s->kv_heads : s->heads, P, j, g, which;
+    int32_t *slot_of = (int32_t *)malloc(((size_t)e + 1) * sizeof(int32_t));
+    int ok = 1;
+    for (P = 0; P <= e; ++P) slot_of[P] = -1;
+    for (j = 0; j < (e < cap ? e : cap); ++j) slot_of[slot_position(j, e, cap, c->keep_first)] = j;
+    for (P = 0; P <= e; ++P)
+        for (g = 0; g < kvh; ++g)
+            for (which = 0; which < 2; ++which) {
+                const size_t p = (size_t)(which ? s->p_v : s->p_k);
+                const unsigned char *want = slot_of[P] < 0 ? NULL
+                                          : (const unsigned char *)(which ? c->v : c->k) +
+                                                ((size_t)g * (size_t)cap + (size_t)slot_of[P]) * p * es;
+                ok &= mha_cache_row(s, c, 1, 0, g, P, which) == (const void *)want;
+            }
+    free(slot_of);
+    return ok;
+}
+
 /* A ring cache with a window, 3 x capacity tokens, against the banded mask;
    then with kept first positions (keep_first 1, and window - 1) against the
    band and the first columns. */
@@ -229,10 +264,11 @@ static void test_ring_equals_window(void) {
         for (at = 0; at < sq.len; at += chunk) {
             int32_t t = sq.len - at < chunk ? sq.len - at : chunk;
             ok &= decode_chunk(&s, &p.w, &c, &sq, 1, at, t);
+            ok &= rows_ok(&s, &c, len, sizeof(float));
         }
         CHECK(ok && len == 3 * cap,
               "ring buffer, window %d, keep_first %d, capacity %d, chunks of %d: equals the banded mask (and the "
-              "first columns) over %d tokens",
+              "first columns) over %d tokens; mha_cache_row finds every position held",
               (int)c.window, (int)c.keep_first, (int)cap, (int)chunk, (int)sq.len);
         seq_free(&sq);
         free(c.k);
@@ -536,18 +572,6 @@ static double cache_elt(const void *p, int32_t type, size_t i) {
     return (double)((const float *)p)[i];
 }
 
-/* The position that slot j of a one-sequence cache of capacity cap, the
-   first `kept` slots kept, holds after e appended (docs, "Decoding with a KV
-   cache"): position p goes to slot p below kept, else to kept + (p - kept)
-   mod (cap - kept); the slot holds the latest p < e sent there (-1: none).
-   By search, not by the formula mha.h inverts. */
-static int32_t slot_position(int32_t j, int32_t e, int32_t cap, int32_t kept) {
-    int32_t p;
-    for (p = e - 1; p >= 0; --p)
-        if ((p < kept ? p : kept + (p - kept) % (cap - kept)) == j) return p;
-    return -1;
-}
-
 /* The double-precision output [p_o] of the query x (d_q) at position P of
    a one-sequence cache that holds e positions, computed from the same
    rounded values mha.h reads: the weights as the floats wq, bq, wo, bo (the
@@ -742,6 +766,7 @@ static void test_16bit(void) {
                     ok &= len == pre + steps;
                     ok &= cache_rounded_ok(&s, (const float *)p.w.w_k, p.w.b_k, (const float *)p.w.w_v, p.w.b_v, &c,
                                            pre + steps, k, v);
+                    ok &= rows_ok(&s, &c, pre + steps, 2);
                     if (!ok)
                         printf("16-bit decode: variant %d, cache type %d, weights type %d, %s path\n", variant,
                                (int)type, (int)wtype, path ? "reference" : "mha_decode's");
@@ -770,7 +795,7 @@ static void test_16bit(void) {
                "heads of 16 and 64; a long cache by mha_cache_append), prefill chunk then steps, fast and reference "
                "paths: every "
                "output equals the double computation on the same rounded weights and cache, and the cache holds the "
-               "projections rounded to its type");
+               "projections rounded to its type, each row where mha_cache_row says");
     CHECK(refused, "a 16-bit cache with additive scoring: MHA_ERR_SHAPE");
     printf("16-bit weights and caches against the double computation on their values: worst error %.3g of the "
            "tolerance\n", (double)worst_ratio);

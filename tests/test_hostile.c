@@ -633,6 +633,57 @@ static void test_decode_statuses(void) {
         c.keep_first = 0;
         c.capacity = 4;
     }
+    { /* mha_cache_row: bad arguments, and its address in each element type (the cache: batch 2, capacity 4) */
+        static const int32_t types[4] = {MHA_F32, MHA_F16, MHA_BF16, MHA_I8}, sizes[4] = {4, 2, 2, 1};
+        mha_cache r = c;
+        int32_t k, ok = 1, no_extras = mha_build_info().no_extras;
+        lens[0] = 3;
+        lens[1] = 1;
+        r.window = 0;
+        r.keep_first = 0;
+        for (k = 0; k < 4; ++k) {
+            r.type = types[k];
+            if (no_extras && (k == 1 || k == 2)) {
+                ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL; /* no 16-bit caches */
+                continue;
+            }
+            /* k [2][1][4][3], v [2][1][4][2] in elements: sequence 1, position 0 is element 1 4 3 (k), 4 2 (v) */
+            ok &= mha_cache_row(&s, &r, 2, 1, 0, 0, 0) == (unsigned char *)r.k + 12 * sizes[k] &&
+                  mha_cache_row(&s, &r, 2, 1, 0, 0, 1) == (unsigned char *)r.v + 8 * sizes[k] &&
+                  mha_cache_row(&s, &r, 2, 0, 0, 2, 1) == (unsigned char *)r.v + 4 * sizes[k] &&
+                  mha_cache_row(&s, &r, 2, 1, 0, 1, 0) == NULL; /* past sequence 1's length */
+        }
+        r.type = MHA_F32;
+        CHECK(ok, "mha_cache_row: float, f16, bf16 and int8 rows where the layout puts them; NULL past the length");
+        CHECK(mha_cache_row(NULL, &r, 2, 0, 0, 0, 0) == NULL && mha_cache_row(&s, NULL, 2, 0, 0, 0, 0) == NULL &&
+                  mha_cache_row(&s, &r, 2, -1, 0, 0, 0) == NULL && mha_cache_row(&s, &r, 2, 0, -1, 0, 0) == NULL &&
+                  mha_cache_row(&s, &r, 2, 0, 1, 0, 0) == NULL && mha_cache_row(&s, &r, 2, 0, 0, -1, 0) == NULL &&
+                  mha_cache_row(&s, &r, 2, 0, 0, 0, 2) == NULL && mha_cache_row(&s, &r, 2, 0, 0, 0, -1) == NULL &&
+                  mha_cache_row(&s, &r, 2, 2, 0, 0, 0) == NULL && mha_cache_row(&s, &r, 2, INT32_MAX, 0, 0, 0) == NULL &&
+                  mha_cache_row(&s, &r, 0, 0, 0, 0, 0) == NULL && mha_cache_row(&s, &r, -1, 0, 0, 0, 0) == NULL,
+              "mha_cache_row: shape or cache NULL, b, kv_head, position < 0, kv_head >= kv_heads, which not 0 or 1, "
+              "b >= batch (2, INT32_MAX), batch 0 or -1: NULL");
+        r.type = 4;
+        ok = mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
+        r.type = MHA_F32;
+        r.capacity = 0;
+        ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
+        r.capacity = 4;
+        r.window = -1;
+        ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
+        r.window = 0;
+        r.keep_first = 1; /* without a window */
+        ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
+        r.keep_first = 0;
+        r.length = NULL;
+        ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
+        r.length = lens;
+        r.k = NULL;
+        ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
+        CHECK(ok, "mha_cache_row: an unknown type, capacity 0, window < 0, keep_first without a window, length or k "
+                  "NULL: NULL");
+        memcpy(lens, len_copy, sizeof lens);
+    }
     { /* mha_decode_tree: parents [2][2] */
         int32_t par[4] = {-1, 0, -1, -1}, k, no_extras = mha_build_info().no_extras, st;
         static const int32_t bad[4][2] = {{-2, 0}, {0, 0}, {-1, 1}, {-1, 5}}; /* draft 0's and 1's parents */
