@@ -293,7 +293,7 @@ MHADEF size_t mha_workspace_size(const mha_shape *shape, int32_t batch, int32_t 
      MHA_WORKSPACE_ALIGN + MHA_WORKSPACE_STATE)
 #define MHA_WORKSPACE_ALIGN 64 /* the workspace is used from its first 64-byte boundary */
 /* the reference path keeps its call state there, not on the stack */
-#define MHA_WORKSPACE_STATE (60 * sizeof(void *))
+#define MHA_WORKSPACE_STATE (62 * sizeof(void *))
 
 /* Fills *counts with the element count of every weight array.
    Returns MHA_ERR_NULL, MHA_ERR_SHAPE, MHA_ERR_OVERFLOW or MHA_OK. */
@@ -1852,9 +1852,11 @@ MHA__PRIVATE int mha__ancestor(const int32_t *par, size_t a, size_t d) {
 #if MHA_NO_EXTRAS
 #define MHA__TREE(c) 0
 #define MHA__PARENTS(c, b) ((const int32_t *)NULL)
+#define MHA__SET_TREE(c, par) ((void)(par))
 #else
 #define MHA__TREE(c) ((c)->parents != NULL)
 #define MHA__PARENTS(c, b) (MHA__TREE(c) ? (c)->parents + (b) * (c)->n : NULL)
+#define MHA__SET_TREE(c, par) ((c)->parents = (par))
 #endif
 #define MHA__DRAFT(c, b, t) (MHA__TREE(c) ? mha__depth(MHA__PARENTS(c, b), t) : (t))
 
@@ -4755,9 +4757,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     for (b = 0; b < c.batch; ++b)
         if ((int64_t)cache->length[b] + (int64_t)c.m > (cache->window ? MHA__POS_MAX : cache->capacity))
             return MHA_ERR_CAPACITY;
-#if !MHA_NO_EXTRAS
-    c.parents = decode == 2 ? parents : NULL;
-#endif
+    MHA__SET_TREE(&c, decode == 2 ? parents : NULL);
     return MHA__KEEP(&c, workspace);
 }
 
@@ -7322,7 +7322,12 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
 
 /*
    Revision history:
-       unreleased  the decoder knobs: RoPE (both pairings, partial, angles
+       unreleased  decoding: keep_first (attention sinks kept in a ring),
+              mha_decode_tree (a tree of drafts in one call),
+              mha_cache_row; mha_cache gains keep_first (at its end).
+              MHA_WORKSPACE_STATE is 62 pointers (was 60: the tree's
+              parents in the call state, on AVR).
+              the decoder knobs: RoPE (both pairings, partial, angles
               exact at any position without double), ALiBi, the logit
               soft-cap, attention sinks; MHA_NO_EXTRAS. 16-bit floats:
               mha_f16_from_f32 and its three siblings; weights (w.type) and
