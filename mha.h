@@ -1970,7 +1970,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
     r.bias = mask && mask->bias ? mask->bias + row * m : NULL;
     r.sc = c->attn ? c->attn + ((b * c->h + i) * c->n + t) * m : MHA__PART(c, MHA__SC);
     r.slots = r.cap = m;
-    r.base = r.s0 = r.lo = r.kept = 0;
+    r.base = r.s0 = r.lo = r.kept = r.tree0 = r.row = 0;
     r.par = NULL;
     r.hi = c->head < 0 ? mha__visible(mask, b, row, t, m) : (size_t)c->len;
     r.ktype = MHA_F32;
@@ -5364,7 +5364,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__bwd_row(const mha__ctx *c, const mha__bwd *
     r.sc = B->pr;
     r.raw = B->raw;
     r.slots = r.cap = m;
-    r.base = r.s0 = r.lo = r.kept = 0;
+    r.base = r.s0 = r.lo = r.kept = r.tree0 = r.row = 0;
     r.par = NULL;
     r.hi = mha__visible(mask, b, row, t, m);
     r.ktype = MHA_F32;
