@@ -120,7 +120,8 @@ endif
 FASTDEP  = tests/test_fast.c tests/test_hooks.h $(TESTDEP)
 PROGRAMS += $(BUILD)/test_fast $(BUILD)/test_decode_portable $(BUILD)/test_backward_portable $(FASTRUN)
 DECODE   = tests/test_decode.c tests/test_impl.c
-EXAMPLES = quickstart encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode
+EXAMPLES = quickstart encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode \
+           speculative
 EXBINS   = $(EXAMPLES:%=$(BUILD)/%)
 MODELS   = $(BUILD)/digits $(BUILD)/digits_ref $(Q8MODELS) $(BUILD)/tinylm $(BUILD)/tinylm_ref $(BUILD)/train
 CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/options_empty
