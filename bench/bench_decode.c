@@ -25,10 +25,12 @@
    passed through the caches in between (one thread and two, % of the
    streaming read).
 
-       bench_decode [SECONDS_PER_SHAPE [SHAPE | sweep]]     default 1.0 s, every shape
+       bench_decode [SECONDS_PER_SHAPE [SHAPE | sweep | tree]]     default 1.0 s, every shape
 
    "sweep": the first table alone, for D2's shape at cache lengths 256,
-   512, .. 32768 (rows S256 ..; bench/peers.py draws them).
+   512, .. 32768 (rows S256 ..; bench/peers.py draws them). "tree": after
+   the first table's header, a tree of 8 drafts (mha_decode_tree) beside one
+   step and a chain of 8 on D1, D2, D3.
 */
 #define _POSIX_C_SOURCE 199309L
 #ifndef MHA_FAST
@@ -386,6 +388,63 @@ static void bench_step(const dshape *r, size_t s, size_t count, double budget, d
 }
 
 
+/* ---- a tree of drafts -------------------------------------------------------
+   Speculative decoding's check on shape r, one thread, side by side in one
+   loop: one step (t = 1, mha_decode), a tree of 8 drafts in one
+   mha_decode_tree call (two candidates a level: parents -1 -1 0 0 1 1 2 2)
+   and a chain of 8 (mha_decode, t = 8); medians, and each over one step. */
+static void bench_tree(const dshape *r, double budget) {
+    static const int32_t parents[8] = {-1, -1, 0, 0, 1, 1, 2, 2};
+    const size_t kvp = (size_t)r->kv * (size_t)r->p, cap = (size_t)r->m + 8, runs_max = 200;
+    mha_shape sh = {0};
+    mha_weight_counts c;
+    mha_weights w = {0};
+    mha_cache cache = {0};
+    int32_t len;
+    size_t runs = 0, bytes, pbytes, v;
+    float *x, *out;
+    double times[3][200], ms[3], start;
+    void *ws, *pack;
+    shape_and_counts(r, &sh, &c);
+    w.w_q = filled(c.w_q, sqrtf(3.0f / (float)r->d)); w.w_k = filled(c.w_k, sqrtf(3.0f / (float)r->d));
+    w.w_v = filled(c.w_v, sqrtf(3.0f / (float)r->d)); w.w_o = filled(c.w_o, sqrtf(3.0f / (float)(r->heads * r->p)));
+    pbytes = mha_packed_weights_size(&sh);
+    pack = alloc(pbytes);
+    if (mha_pack_weights(&sh, &w, pack, pbytes) != MHA_OK) exit(1);
+    w.packed = pack;
+    cache.capacity = (int32_t)cap;
+    cache.k = filled(2 * kvp * cap, 1.0f);
+    cache.v = (float *)cache.k + kvp * cap;
+    cache.length = &len;
+    x = filled(8 * (size_t)r->d, 1.0f);
+    out = alloc(8 * (size_t)r->d * sizeof(float));
+    bytes = mha_decode_workspace_size(&sh, 1, 8, (int32_t)cap);
+    ws = alloc(bytes);
+    fprintf(stderr, "bench_decode: shape %s: a step, a tree of 8 drafts, a chain of 8...\n", r->name);
+    start = now();
+    while (runs < runs_max && (runs < 3 || now() - start < 3.0 * budget)) {
+        for (v = 0; v < 3; ++v) {
+            double t0 = now();
+            mha_status st;
+            len = r->m;
+            st = v == 1 ? mha_decode_tree(&sh, &w, &cache, 1, 8, parents, x, x, x, out, ws, bytes)
+                        : mha_decode(&sh, &w, &cache, 1, v ? 8 : 1, x, x, x, out, ws, bytes);
+            if (st != MHA_OK) exit(1);
+            times[v][runs] = now() - t0;
+        }
+        ++runs;
+    }
+    for (v = 0; v < 3; ++v) {
+        qsort(times[v], runs, sizeof times[v][0], cmp_double);
+        ms[v] = 1e3 * times[v][runs / 2];
+    }
+    printf("| %s | %d | %.3f | %.3f | %.3f | %.2f | %.2f |\n", r->name, r->m, ms[0], ms[1], ms[2], ms[1] / ms[0],
+           ms[2] / ms[0]);
+    fflush(stdout);
+    free((void *)w.w_q); free((void *)w.w_k); free((void *)w.w_v); free((void *)w.w_o);
+    free(pack); free(cache.k); free(x); free(out); free(ws);
+}
+
 int main(int argc, char **argv) {
     double budget = argc > 1 ? atof(argv[1]) : 1.0, bw1, bw2;
     size_t s, count = sizeof SHAPES / sizeof SHAPES[0];
@@ -397,6 +456,12 @@ int main(int argc, char **argv) {
     printf("| shape | heads / kv | d | p | m | t | bytes per step | median ms | min ms | GB/s | %% of stream |"
            " 2 threads ms | speed-up 2 threads | llama2.c-style ms | llama2.c-style / mha.h | max diff |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    if (argc > 2 && strcmp(argv[2], "tree") == 0) { /* speculative decoding's check: a tree of 8 drafts */
+        printf("\na tree of 8 drafts (mha_decode_tree) against one step and a chain of 8 (mha_decode), one thread\n");
+        printf("| shape | m | step ms | tree of 8 ms | chain of 8 ms | tree / step | chain / step |\n|---|---|---|---|---|---|---|\n");
+        for (s = 0; s < 3; ++s) bench_tree(&SHAPES[s], budget);
+        return 0;
+    }
     if (argc > 2 && strcmp(argv[2], "sweep") == 0) { /* D2's step at cache lengths 256 .. 32768 (bench/peers.py) */
         static char names[SWEEP_COUNT][8];
         for (s = 0; s < SWEEP_COUNT; ++s) {
