@@ -65,7 +65,10 @@
    Stages and decoding: mha_attend is the attend stage alone (on inputs you
    projected), mha_output_rows the output stage; mha_decode runs a model's
    attention token by token over a KV cache that you own (mha_cache: a
-   sliding window as a ring buffer, cross-attention after mha_cache_append).
+   sliding window as a ring buffer, its first positions kept if you like,
+   cross-attention after mha_cache_append); mha_decode_tree checks a tree
+   of draft tokens in one call (speculative decoding); mha_cache_row finds
+   a position's cached row.
 
    Today's decoder layers: RoPE (both pairings, partial, any base), ALiBi,
    a logit soft-cap (mha_shape's last fields) and attention sinks
