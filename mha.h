@@ -431,8 +431,8 @@ typedef struct mha_cache {
     int32_t keep_first; /* 0, or with a window: s in 1 .. window-1, the first s positions kept in
                          slots 0 .. s-1 for good (attention sinks, StreamingLLM) and seen by
                          every query besides its window; the ring is then the slots s ..
-                         capacity-1 (capacity >= s + window + t - 1). Float and 16-bit caches
-                         (not MHA_I8); compiled out with MHA_NO_EXTRAS */
+                         capacity-1 (capacity >= s + window + t - 1). Compiled out with
+                         MHA_NO_EXTRAS */
 } mha_cache;
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
@@ -706,9 +706,10 @@ MHADEF size_t mha_q8_workspace_size(const mha_shape *shape, int32_t batch, int32
    attention with keys and values NULL, the statuses, nothing written on an
    error), on int8 inputs and out, with mha_forward_q8's arithmetic: decoding
    a sequence token by token gives mha_forward_q8's output with a causal
-   mask, bit for bit. keep_first must be 0 (else MHA_ERR_SHAPE). The
-   workspace: mha_q8_decode_workspace_size(shape, batch, t, capacity) bytes,
-   for both. */
+   mask, bit for bit (with keep_first, a forward whose keep mask is the
+   window and the first columns). The workspace:
+   mha_q8_decode_workspace_size(shape, batch, t, capacity) bytes, for
+   both. */
 MHADEF mha_status mha_decode_q8(const mha_shape *shape, const mha_q8_weights *w, const mha_q8_params *p,
                                 mha_cache *cache, int32_t batch, int32_t t, const int8_t *queries,
                                 const int8_t *keys, const int8_t *values, int8_t *out, void *workspace,
@@ -4701,7 +4702,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
    tokens: keep_first < 0, or > 0 without a window (or with MHA_NO_EXTRAS),
    >= window or >= capacity; a window and keep_first + window + m - 1 >
    capacity. */
-MHA__PRIVATE int mha__kept_bad(const mha_cache *cache, size_t m) {
+MHA__PRIVATE MHA__INLINE int mha__kept_bad(const mha_cache *cache, size_t m) {
     const int32_t s = cache->keep_first, w = cache->window; /* capacity >= 1, w >= 0 */
     const int32_t room = (int32_t)((uint32_t)cache->capacity - (uint32_t)s - (uint32_t)w); /* (read where
                                                                      0 <= s < capacity: then exact) */
@@ -6493,7 +6494,8 @@ MHA__PRIVATE size_t mha__q8_x16(const mha__q8 *c) { /* x16's length, even: q16 s
     return mha__add(d, d % 2);
 }
 MHA__PRIVATE size_t mha__q8_bytes(const mha__q8 *c) {
-    size_t t = mha__add(mha__mul(c->m, sizeof(int32_t)), mha__mul(c->mp, mha__mul(c->kv, mha__add(c->pk, c->pv))));
+    /* sc [m] int32, and after cat a keep row [m] (decoding's mha__q8_kept) */
+    size_t t = mha__add(mha__mul(c->m, sizeof(int32_t) + 1), mha__mul(c->mp, mha__mul(c->kv, mha__add(c->pk, c->pv))));
     t = mha__add(t, mha__mul(3, mha__mul(c->h, c->pq))); /* qp, q16 */
     t = mha__add(t, mha__add(mha__mul(c->h, c->pv), mha__mul(2, mha__q8_x16(c))));
     return mha__add(t, 7 + MHA__Q8_STATE);
@@ -7088,16 +7090,34 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
    projected, attended over the positions it sees (mha__decode_sees; the
    last capacity of them, slot P mod capacity), and its output; the
    length grows by t where keys were given. */
+/* A row of a cache with kept first positions (s > 0): the attend stage
+   walks every slot held, 0 .. min(e, capacity)-1, with a keep row by slot
+   (the row's positions [0, s) and [lo, hi) marked through the slot rule;
+   cross-attention: every slot held). The integer sums do not depend on the
+   order of the keys, so this gives the bits of a walk by position. */
+MHA__PRIVATE MHA__NOINLINE void mha__q8_kept(const mha__q8 *c, size_t e, size_t s) {
+    mha__q8_row *r = MHA__Q8_ROW(c);
+    uint8_t *keep = (uint8_t *)(c->cat + c->h * c->pv);
+    const size_t held = e < c->m ? e : c->m;
+    size_t p;
+    for (p = 0; p < held; ++p) keep[p] = 0;
+    for (p = 0; c->keys && p < r->hi; p = p + 1 == s && r->lo > s ? r->lo : p + 1) /* [0, s), [lo, hi) */
+        keep[mha__pos_slot(p, s, c->m)] = 1;
+    r->keep = c->keys ? keep : NULL;
+    r->lo = 0;
+    r->hi = held;
+}
+
 MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
     mha__q8_row *r = MHA__Q8_ROW(c);
     mha_cache *cache = c->cache;
-    const size_t cap = c->m, t = c->tn;
+    const size_t cap = c->m, t = c->tn, kept = cache->window ? MHA__KEPT(cache) : 0;
     size_t b, j, g, a, e, i;
     for (b = 0; b < c->batch; ++b) {
         e = (size_t)cache->length[b];
-        for (j = 0; c->keys && j < t; ++j, ++e) { /* projected into kp, vp, then into slot e mod cap */
-            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + MHA__POS_SLOT(e, 0, cap)) * c->pk;
-            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + MHA__POS_SLOT(e, 0, cap)) * c->pv;
+        for (j = 0; c->keys && j < t; ++j, ++e) { /* projected into kp, vp, then into position e's slot */
+            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + MHA__POS_SLOT(e, kept, cap)) * c->pk;
+            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + MHA__POS_SLOT(e, kept, cap)) * c->pv;
             mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
             mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
             for (g = 0; g < c->kv; ++g) {
@@ -7113,6 +7133,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
             r->vst = c->pv;
             r->ring = cap;
             r->keep = NULL;
+            if (kept) mha__q8_kept(c, e, kept);
             for (i = 0; i < c->h; ++i) {
                 r->ka = (const int8_t *)cache->k + (b * c->kv + i / c->grp) * cap * c->pk;
                 r->va = (const int8_t *)cache->v + (b * c->kv + i / c->grp) * cap * c->pv;
@@ -7240,7 +7261,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const
     if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
     if (!cache) return MHA_ERR_NULL;
     if (cache->capacity < 1 || cache->capacity > ((int32_t)1 << 22) || cache->window < 0 || cache->type != MHA_I8 ||
-        cache->keep_first || (cache->window && keys && t && (int64_t)cache->window + (int64_t)t - 1 > cache->capacity))
+        mha__kept_bad(cache, keys ? MHA__SZ(t) : 0))
         return MHA_ERR_SHAPE;
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v || !w->r_k || !w->r_v)) ||

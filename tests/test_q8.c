@@ -303,10 +303,12 @@ static long q8_cases, q8_exact, q8_decoded;
    weights and parameters and T = m tokens per sequence (its keys and values,
    and queries made here): token by token, and in chunks of 2 and 3, each
    equal to a causal forward; with a window w as a ring of capacity
-   w + chunk - 1, equal to a forward whose keep mask is the window; and
-   cross-attention over the m keys appended (mha_cache_append_q8), equal to
-   a forward without a mask, and over a ring that holds the last half of
-   them, equal to a forward that keeps those. */
+   w + chunk - 1, equal to a forward whose keep mask is the window (with
+   kept first positions: keep_first + w + chunk - 1, and the mask keeps the
+   first columns too); and cross-attention over the m keys appended
+   (mha_cache_append_q8), equal to a forward without a mask, and over a ring
+   that holds the last half of them (and the first position), equal to a
+   forward that keeps those. */
 static void q8_decode_check(const q8_case *c) {
     const int32_t B = c->batch, T = c->m, dq = c->s.d_q, po = c->s.p_o;
     const int32_t kvh = c->s.kv_heads ? c->s.kv_heads : c->s.heads;
@@ -321,23 +323,27 @@ static void q8_decode_check(const q8_case *c) {
     mha_mask mask = MHA_INIT;
     if (T == 0 || B > 4) goto done;
     for (i = 0; i < B * T * dq; ++i) q[i] = (int8_t)(tu_next() % 256u);
-    for (mode = 0; mode < 7; ++mode) { /* chunks of 1, 2, 3; window 2 with chunks of 1, 2; cross; cross, ring */
-        const int32_t chunk = mode < 3 ? mode + 1 : mode == 3 ? 1 : mode == 4 ? 2 : T;
-        const int32_t win = mode == 3 || mode == 4 ? 2 : mode == 6 ? (T + 1) / 2 : 0;
+    for (mode = 0; mode < 10; ++mode) { /* chunks of 1, 2, 3; window 2 with chunks of 1, 2; cross; cross, ring;
+                                           window 2, 1 kept, chunks of 1; window 3, 2 kept, chunks of 2;
+                                           cross, a ring with 1 kept */
+        const int32_t chunk = mode < 3 ? mode + 1 : mode == 3 || mode == 7 ? 1 : mode == 4 || mode == 8 ? 2 : T;
+        const int32_t win = mode == 3 || mode == 4 || mode == 7 ? 2 : mode == 8 ? 3 : mode >= 6 ? (T + 1) / 2 : 0;
+        const int32_t kept = mode == 7 ? 1 : mode == 8 ? 2 : mode == 9 && win > 1 ? 1 : 0;
+        const int cross = mode == 5 || mode == 6 || mode == 9;
         mha_cache cache;
         mha_status st;
-        int32_t cap = mode == 6 ? win : win ? win + chunk - 1 : T;
+        int32_t cap = mode == 6 ? win : mode == 9 ? kept + win : win ? kept + win + chunk - 1 : T;
         memset(&mask, 0, sizeof mask);
         if (mode == 5) {
             st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, NULL, fwd, fws, fb);
-        } else if (mode == 6) { /* the ring holds positions T - cap .. T - 1 */
-            for (i = 0; i < B * T * T; ++i) keep[i] = (uint8_t)(i % T >= T - cap);
+        } else if (mode == 6 || mode == 9) { /* the ring holds positions T - (cap - kept) .. T - 1, and < kept */
+            for (i = 0; i < B * T * T; ++i) keep[i] = (uint8_t)(i % T >= T - (cap - kept) || i % T < kept);
             mask.keep = keep;
             st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, &mask, fwd, fws, fb);
         } else if (win) {
             for (b = 0; b < B; ++b)
                 for (i = 0; i < T; ++i)
-                    for (j = 0; j < T; ++j) keep[(b * T + i) * T + j] = (uint8_t)(j <= i && j > i - win);
+                    for (j = 0; j < T; ++j) keep[(b * T + i) * T + j] = (uint8_t)(j <= i && (j > i - win || j < kept));
             mask.keep = keep;
             st = mha_forward_q8(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, &mask, fwd, fws, fb);
         } else {
@@ -351,14 +357,15 @@ static void q8_decode_check(const q8_case *c) {
         cache.length = len;
         cache.capacity = cap;
         cache.window = win;
+        cache.keep_first = kept;
         cache.type = MHA_I8;
         for (b = 0; b < B; ++b) len[b] = 0;
-        if (mode >= 5) { /* cross-attention: every key appended (one at a time into the ring), then all T
-                            queries at once */
+        if (cross) { /* cross-attention: every key appended (one at a time into the ring), then all T
+                        queries at once */
             size_t db = mha_q8_decode_workspace_size(&c->s, B, T, cap);
             int8_t *ks = rows, *vs = rows + B * c->s.d_k;
             if (mode == 5) st = mha_cache_append_q8(&c->s, &c->w, &c->p, &cache, B, T, c->k, c->v, dws, db);
-            for (i = 0; mode == 6 && i < T; ++i) {
+            for (i = 0; mode != 5 && i < T; ++i) {
                 for (b = 0; b < B; ++b) {
                     memcpy(ks + b * c->s.d_k, c->k + (b * T + i) * c->s.d_k, (size_t)c->s.d_k);
                     memcpy(vs + b * c->s.d_v, c->v + (b * T + i) * c->s.d_v, (size_t)c->s.d_v);
@@ -386,8 +393,8 @@ static void q8_decode_check(const q8_case *c) {
             }
         }
         ok &= memcmp(dec, fwd, (size_t)(B * T * po)) == 0;
-        CHECK(ok, "int8 decoding (mode %d: chunk %d, window %d) differs from mha_forward_q8", (int)mode, (int)chunk,
-              (int)win);
+        CHECK(ok, "int8 decoding (mode %d: chunk %d, window %d, keep_first %d) differs from mha_forward_q8", (int)mode,
+              (int)chunk, (int)win, (int)kept);
         q8_decoded += ok;
         ok = 1;
     }
@@ -655,7 +662,11 @@ static void q8_hostile(void) {
         cache.window = 4; /* a chunk of 2 needs capacity >= 4 + 2 - 1 */
         Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 2, q, k, v, out, ws, db);
         cache.window = 3;
-        cache.keep_first = 1; /* kept first slots: float and 16-bit caches only */
+        cache.keep_first = 3; /* kept first slots: fewer than the window */
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        cache.keep_first = 1; /* 1 + 3 + 1 - 1 = 4 slots: room; 1 + 3 + 2 - 1 > 4 for a chunk of 2 */
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 2, q, k, v, out, ws, db);
+        cache.keep_first = -1;
         Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
         cache.keep_first = 0;
         cache.window = 0;
@@ -906,7 +917,7 @@ int main(int argc, char **argv) {
 #endif
     printf("q8: %ld of %ld cases equal the numpy reference bit for bit (%s rounding)\n", q8_exact, q8_cases,
            Q8_SINGLE ? "single" : "double");
-    printf("q8: %ld decodings (7 per case with keys) equal mha_forward_q8 bit for bit\n", q8_decoded);
+    printf("q8: %ld decodings (10 per case with keys) equal mha_forward_q8 bit for bit\n", q8_decoded);
     if (q8_calibrated) {
         long total = q8_lsb[0] + q8_lsb[1] + q8_lsb[2] + q8_lsb[3];
         printf("q8: against fp32 on %ld calibrated cases, %ld outputs: |error| 0 LSB %.2f %%, 1 LSB %.2f %%, "
