@@ -1937,15 +1937,29 @@ MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap, size_t kept) {
     r->s0 = kept + first % ring; /* its slot */
     r->base = first - first % ring;
 }
+/* Whether the row sees slot j (the positions [lo, hi), and those of the
+   kept slots below hi; a tree's draft only from its descendants), and its
+   position in *pos: the map above. Inlined where the compiler optimises
+   (the kernel's frame), one function at -O0 (so that coverage counts its
+   branches once, not in each set-up's copy). */
+#if defined(__OPTIMIZE__)
+#define MHA__INLINE_OPT MHA__INLINE
+#else
+#define MHA__INLINE_OPT
+#endif
+MHA__PRIVATE MHA__INLINE_OPT int mha__key_seen(const mha__keys *r, size_t j, size_t *pos) {
+    const int kept = j < r->kept; /* a kept slot: its own position */
+    size_t p = kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
+    if (!MHA_NO_EXTRAS && r->par && p >= r->tree0) /* a draft: at its depth, or not seen (hi) */
+        p = mha__ancestor(r->par, p - r->tree0, r->row) ? r->tree0 + mha__depth(r->par, p - r->tree0) : r->hi;
+    *pos = p;
+    return (kept || p >= r->lo) && p < r->hi;
+}
 MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const mha__keys *r, float slope) {
     size_t j, pos;
     for (j = 0; j < r->slots; ++j) {
         float s = -(FLT_MAX * 2.0f);
-        const int kept = j < r->kept; /* a kept slot: its own position, seen below hi */
-        pos = kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
-        if (!MHA_NO_EXTRAS && r->par && pos >= r->tree0) /* a draft: not seen (hi) unless an ancestor */
-            pos = mha__ancestor(r->par, pos - r->tree0, r->row) ? r->tree0 + mha__depth(r->par, pos - r->tree0) : r->hi;
-        if ((kept || pos >= r->lo) && pos < r->hi && (!r->keep || r->keep[j])) {
+        if (mha__key_seen(r, j, &pos) && (!r->keep || r->keep[j])) {
             if (MHA__ADDITIVE(c))
                 s = mha__additive(c, i, r->aq, r->ak + j * c->pa);
             else
