@@ -1813,7 +1813,7 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
 }
 
 /* Decoding: position P of a sequence lives in cache slot P, or with a
-   window (a ring) in slot MHA__POS_SLOT(P, s, cap): the one rule on every
+   window (a ring) in slot mha__pos_slot(P, s, cap): the one rule on every
    path, the int8 one included (P < cap without a window, where it is P).
    The first s = keep_first positions stay in slots 0 .. s-1 (s = 0: none;
    int8 and MHA_NO_EXTRAS: always 0), the later ones go round the ring of
@@ -1825,7 +1825,6 @@ MHA__PRIVATE size_t mha__visible(const mha_mask *mask, size_t b, size_t row, siz
 MHA__PRIVATE MHA__INLINE size_t mha__pos_slot(size_t P, size_t s, size_t cap) {
     return P < s ? P : s + (P - s) % (cap - s);
 }
-#define MHA__POS_SLOT(P, s, cap) mha__pos_slot(P, s, cap)
 #if MHA_NO_EXTRAS
 #define MHA__KEPT(cache) ((size_t)0)
 #else
@@ -1928,7 +1927,7 @@ typedef struct mha__keys {
     int64_t qpos; /* ALiBi: the query's position, less the row's reference distance */
 } mha__keys;
 /* cap slots, the first kept of them for good, the rest a ring holding the
-   last positions before e: the position map of mha__keys (MHA__POS_SLOT
+   last positions before e: the position map of mha__keys (mha__pos_slot
    inverted, without a division a slot). */
 MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap, size_t kept) {
     const size_t ring = cap - kept, first = e > cap ? e - cap : 0; /* the ring's oldest: kept + first */
@@ -3589,9 +3588,14 @@ MHA__PRIVATE void mha__fast_rules(const mha__ctx *c, float *x, size_t vis, size_
    positions rise one by one, each run's visible slots one range. */
 MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, size_t cl, size_t e, size_t lo,
                                        size_t hi, int64_t qpos, float slope) {
-    const size_t s = MHA__KEPT(c->cache), ring = c->ms - s, first = e > c->ms ? e - c->ms : 0;
-    const size_t s0 = s + first % ring, base = first - first % ring, end = j0 + cl;
-    size_t part, a, b, len, off, v0, v1, j;
+    const size_t end = j0 + cl;
+    size_t s, ring, s0, base, part, a, b, len, off, v0, v1, j;
+    mha__keys map; /* the position map alone */
+    mha__ring(&map, e, c->ms, MHA__KEPT(c->cache));
+    s = map.kept;
+    ring = map.cap;
+    s0 = map.s0;
+    base = map.base;
     for (part = 0; part < 3; ++part) {
         /* the run's slots [a, b) within [j0, end), and the position of slot 0 */
         a = part == 0 ? 0 : part == 1 ? s : s0;
@@ -4154,7 +4158,7 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     while (j < c->m) {
         float *kd, *vd;
         slot = (size_t)cache->length[b] + j;
-        if (cache->window) slot = MHA__POS_SLOT(slot, MHA__KEPT(cache), c->ms);
+        if (cache->window) slot = mha__pos_slot(slot, MHA__KEPT(cache), c->ms);
         run = c->ms - slot < c->m - j ? c->ms - slot : c->m - j;
         kd = (float *)cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
         vd = (float *)cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
@@ -4712,14 +4716,16 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_core(const mha_shape *shape, const mha
     return st;
 }
 
-/* Whether a cache's window and kept slots do not fit it for an append of m
-   tokens: keep_first < 0, or > 0 without a window (or with MHA_NO_EXTRAS),
-   >= window or >= capacity; a window and keep_first + window + m - 1 >
-   capacity. */
-MHA__PRIVATE MHA__INLINE int mha__kept_bad(const mha_cache *cache, size_t m) {
-    const int32_t s = cache->keep_first, w = cache->window; /* capacity >= 1, w >= 0 */
+/* Whether a cache's capacity, window and kept slots are bad for an append
+   of m tokens: capacity < 1, window < 0; keep_first < 0, or > 0 without a
+   window (or with MHA_NO_EXTRAS), >= window or >= capacity; a window and
+   keep_first + window + m - 1 > capacity. The float and the int8 entries
+   and mha_cache_row share it. */
+MHA__PRIVATE MHA__INLINE int mha__ring_bad(const mha_cache *cache, size_t m) {
+    const int32_t s = cache->keep_first, w = cache->window;
     const int32_t room = (int32_t)((uint32_t)cache->capacity - (uint32_t)s - (uint32_t)w); /* (read where
                                                                      0 <= s < capacity: then exact) */
+    if (cache->capacity < 1 || w < 0) return 1;
     if (s && (MHA_NO_EXTRAS || s < 0 || s >= w || s >= cache->capacity)) return 1;
     return w && m && (room < 0 || m - 1 > (size_t)room);
 }
@@ -4747,9 +4753,9 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK || (st = mha__counts(&c, batch, decode ? t : 0, keys || values ? t : 0)) != MHA_OK) return st;
     if (!cache) return MHA_ERR_NULL;
-    if (cache->capacity < 1 || cache->window < 0 ||
+    if (mha__ring_bad(cache, c.m) ||
         (MHA_NO_EXTRAS ? cache->type != 0 || decode == 2 : (uint32_t)cache->type > (uint32_t)MHA_BF16) ||
-        (cache->type && MHA__ADDITIVE(&c)) || mha__kept_bad(cache, c.m))
+        (cache->type && MHA__ADDITIVE(&c)))
         return MHA_ERR_SHAPE;
     if (decode && !keys && !values && (MHA__ROPE(&c) || MHA__ALIBI(&c)))
         return MHA_ERR_SHAPE; /* cross-attention: no query position */
@@ -4916,7 +4922,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
     for (b = 0; b < c->batch; ++b)
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;
-            if (cache->window) slot = MHA__POS_SLOT(slot, MHA__KEPT(cache), c->ms);
+            if (cache->window) slot = mha__pos_slot(slot, MHA__KEPT(cache), c->ms);
             for (g = 0; g < c->kv; ++g) { /* a 16-bit cache: k [p_k] in QP, v [p_v] in CAT (free until the
                                              work, and p_q = p_k: dot scoring), then rounded into it */
                 float *k = (float *)c->cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
@@ -6171,8 +6177,8 @@ MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32
     int32_t len;
     if (!cache || !cache->k || !cache->v || !cache->length || b < 0 || b >= batch || kv_head < 0 || position < 0 ||
         (uint32_t)which > 1u || mha__setup(&c, shape, &mha__no_weights) != MHA_OK || (size_t)kv_head >= c.kv ||
-        cache->capacity < 1 || cache->window < 0 || (uint32_t)cache->type > (uint32_t)MHA_I8 ||
-        (MHA_NO_EXTRAS && (cache->type == MHA_F16 || cache->type == MHA_BF16)) || mha__kept_bad(cache, 0) ||
+        mha__ring_bad(cache, 0) || (uint32_t)cache->type > (uint32_t)MHA_I8 ||
+        (MHA_NO_EXTRAS && (cache->type == MHA_F16 || cache->type == MHA_BF16)) ||
         /* the floats of the batch's cache fit size_t, so the row's byte offset does */
         mha__mul(mha__mul(mha__mul(MHA__SZ(batch), c.kv), (size_t)cache->capacity),
                  mha__mul(mha__add(c.pk, c.pv), sizeof(float))) == SIZE_MAX)
@@ -7041,7 +7047,7 @@ MHA__PRIVATE MHA__INLINE void mha__q8_pv(const mha__q8 *c, const int32_t *sc, si
 MHA__PRIVATE MHA__NOINLINE void mha__q8_attend(const mha__q8 *c, size_t i) {
     const mha_q8_params *p = c->p;
     const mha__q8_row *r = MHA__Q8_ROW(c);
-    const size_t n = r->hi - r->lo, first = MHA__POS_SLOT(r->lo, 0, r->ring);
+    const size_t n = r->hi - r->lo, first = r->lo % r->ring;
     const int16_t *q16 = c->q16 + i * c->pq;
     int8_t *ho = c->cat + i * c->pv;
     int32_t *sc = MHA__Q8_SC(c), mx, qsum = 0, psum;
@@ -7099,11 +7105,6 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_compute(const mha__q8 *c) {
     }
 }
 
-/* Decoding's stages over batch entry b: the t new keys and values projected
-   into the cache's slots (kp, vp hold one row), then each new query
-   projected, attended over the positions it sees (mha__decode_sees; the
-   last capacity of them, slot P mod capacity), and its output; the
-   length grows by t where keys were given. */
 /* A row of a cache with kept first positions (s > 0): the attend stage
    walks every slot held, 0 .. min(e, capacity)-1, with a keep row by slot
    (the row's positions [0, s) and [lo, hi) marked through the slot rule;
@@ -7122,16 +7123,22 @@ MHA__PRIVATE MHA__NOINLINE void mha__q8_kept(const mha__q8 *c, size_t e, size_t 
     r->hi = held;
 }
 
+/* Decoding's stages over batch entry b: the t new keys and values projected
+   into the cache's slots (kp, vp hold one row), then each new query
+   projected, attended over the positions it sees (mha__decode_sees; the
+   last capacity of them, through the slot rule; with kept first positions
+   by mha__q8_kept), and its output; the
+   length grows by t where keys were given. */
 MHA__PRIVATE MHA__NOINLINE void mha__q8_decode(const mha__q8 *c) {
     mha__q8_row *r = MHA__Q8_ROW(c);
     mha_cache *cache = c->cache;
-    const size_t cap = c->m, t = c->tn, kept = cache->window ? MHA__KEPT(cache) : 0;
+    const size_t cap = c->m, t = c->tn, kept = MHA__KEPT(cache); /* (0 without a window: checked) */
     size_t b, j, g, a, e, i;
     for (b = 0; b < c->batch; ++b) {
         e = (size_t)cache->length[b];
         for (j = 0; c->keys && j < t; ++j, ++e) { /* projected into kp, vp, then into position e's slot */
-            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + MHA__POS_SLOT(e, kept, cap)) * c->pk;
-            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + MHA__POS_SLOT(e, kept, cap)) * c->pv;
+            int8_t *ck = (int8_t *)cache->k + (b * c->kv * cap + mha__pos_slot(e, kept, cap)) * c->pk;
+            int8_t *cv = (int8_t *)cache->v + (b * c->kv * cap + mha__pos_slot(e, kept, cap)) * c->pv;
             mha__q8_linear(c, 1, c->keys + (b * t + j) * c->dk, c->kp);
             mha__q8_linear(c, 2, c->values + (b * t + j) * c->dv, c->vp);
             for (g = 0; g < c->kv; ++g) {
@@ -7274,8 +7281,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const
     mha__q8_sizes(&c, shape);
     if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
     if (!cache) return MHA_ERR_NULL;
-    if (cache->capacity < 1 || cache->capacity > ((int32_t)1 << 22) || cache->window < 0 || cache->type != MHA_I8 ||
-        mha__kept_bad(cache, keys ? MHA__SZ(t) : 0))
+    if (mha__ring_bad(cache, keys ? MHA__SZ(t) : 0) || cache->capacity > ((int32_t)1 << 22) ||
+        cache->type != MHA_I8)
         return MHA_ERR_SHAPE;
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v || !w->r_k || !w->r_v)) ||
