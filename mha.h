@@ -178,12 +178,17 @@ enum {
    (mha_cache.type): 32-bit float, or 16-bit floats held as their bits in
    uint16_t (IEEE binary16, bfloat16). The arithmetic is fp32 for every type:
    16-bit elements are converted exactly on reading, and values written to a
-   16-bit cache are rounded to nearest, ties to even (docs/16bit.md). */
+   16-bit cache are rounded to nearest, ties to even (docs/16bit.md). A
+   float cache's keys and values may also be blocks of 32 quantized values
+   with one f16 scale each (MHA_Q8, MHA_Q4: docs/quantized.md); they too
+   are read exactly, as scale times integer. */
 enum {
     MHA_F32 = 0,
     MHA_F16 = 1, /* IEEE binary16: 5 exponent bits, 10 fraction bits */
     MHA_BF16 = 2, /* bfloat16: float's 8 exponent bits, 7 fraction bits */
-    MHA_I8 = 3    /* int8: the caches of mha_decode_q8 and mha_cache_append_q8 only */
+    MHA_I8 = 3,   /* int8: the caches of mha_decode_q8 and mha_cache_append_q8 only */
+    MHA_Q8 = 4,   /* caches only: blocks of 32 values as int8 times an f16 scale, 34 bytes */
+    MHA_Q4 = 5    /* caches only: blocks of 32 values as 4-bit integers times an f16 scale, 18 bytes */
 };
 
 /* Weights, row-major in the Linear convention (out_features x in_features),
@@ -424,25 +429,34 @@ typedef struct mha_cache {
     int32_t window;   /* 0: a query at position P sees every position <= P, and appending past
                          capacity is MHA_ERR_CAPACITY; w >= 1: it sees P-w+1 .. P, and the
                          slots are a ring (capacity >= w + t - 1 for a chunk of t tokens) */
-    int32_t type;     /* element type of k and v: MHA_F32 (0: float), MHA_F16 or MHA_BF16
-                         (uint16_t; dot scoring only); MHA_I8 (int8_t) for mha_decode_q8 and
-                         mha_cache_append_q8, which take it alone; any other value is
-                         MHA_ERR_SHAPE */
+    int32_t type;     /* element type of k (and of v, unless value_type says otherwise):
+                         MHA_F32 (0: float), MHA_F16 or MHA_BF16 (uint16_t), MHA_Q8 or MHA_Q4
+                         (blocks; the 16-bit and block types with dot scoring only); MHA_I8
+                         (int8_t) for mha_decode_q8 and mha_cache_append_q8, which take it
+                         alone; any other value is MHA_ERR_SHAPE */
     int32_t keep_first; /* 0, or with a window: s in 1 .. window-1, the first s positions kept in
                          slots 0 .. s-1 for good (attention sinks, StreamingLLM) and seen by
                          every query besides its window; the ring is then the slots s ..
                          capacity-1 (capacity >= s + window + t - 1). Compiled out with
                          MHA_NO_EXTRAS */
+    int32_t value_type; /* 0: v's elements are of `type` too; else v's own element type, MHA_F16,
+                         MHA_BF16, MHA_Q8 or MHA_Q4 (e.g. MHA_Q8 keys, MHA_Q4 values; float values
+                         beside other keys cannot be asked for). With MHA_I8 keys only 0 */
 } mha_cache;
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
    a bad shape or an overflow): with float elements, and with elements of
-   `type` (MHA_I8: one byte; 0 also for an unknown type). */
+   `type` (MHA_I8: one byte; MHA_Q8 and MHA_Q4: 34 and 18 bytes a block of
+   32, a row of p in ceil(p / 32) blocks; 0 also for an unknown type).
+   mha_cache_array_bytes: the bytes of one of them, cache->k (which 0) or
+   cache->v (1), with elements of `type` (for keys and values of two types). */
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity);
 MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type);
+MHADEF size_t mha_cache_array_bytes(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type,
+                                    int32_t which);
 /* The address of the cached key (which 0) or value (1) of position
    `position` of sequence b (of the cache's batch), kv head kv_head: p_k
-   (p_v) elements of the cache's type (float, uint16_t or int8_t), found by
+   (p_v) elements of the array's type (float, uint16_t, int8_t or blocks), found by
    the slot rule (a window's ring, keep_first), so that no caller indexes
    the void * arrays by hand. NULL for a bad shape or cache (as
    mha_cache_append checks them), b outside 0 .. batch-1, kv_head outside
@@ -742,7 +756,7 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
    type or an ISA.
      options                the configuration macros checked, includes, inline/noinline
      bits of a float        float <-> bits, 16-bit conversions
-     element types          one element of f32/f16/bf16: load, store (MHA__WTYPE, MHA__CTYPE)
+     element types          rows and elements of f32/f16/bf16/q8/q4: load, store, quantize
      math without libm      exp, tanh, ln (MHA_NO_LIBM)
      the call               mha__ctx (one call's sizes and arguments), the checks as one list
                             (MHA__CHECKS_*, expanded by mha__check_shape / mha__check_weights,
@@ -1042,29 +1056,105 @@ MHA__PRIVATE void mha__lse_put(float *lse, const float *st, float shift) {
 }
 #endif
 
-/* ---- element types (MHA_F32, MHA_F16, MHA_BF16) ----------------------------
-   The weight matrices and the cache have an element type; everything else
-   is float. These are the leaves where the types enter: the address and the
-   value of element idx of a typed array, and the rounding of a float into
-   one. Under MHA_NO_EXTRAS every type is MHA_F32 (a 16-bit one is refused). */
+/* ---- element types (MHA_F32, MHA_F16, MHA_BF16, MHA_Q8, MHA_Q4) -------------
+   The weight matrices and the cache's keys and values have an element type;
+   everything else is float. These are the leaves where the types enter: the
+   address of a row and of element idx, the value of element idx of a row,
+   and the rounding of floats into a row. Under MHA_NO_EXTRAS every type is
+   MHA_F32 (the others are refused). The block types (caches only): a row of
+   p values is ceil(p / 32) blocks of 32, each an f16 scale d (uint16_t, the
+   machine's byte order) and then 32 int8 (MHA_Q8: 34 bytes) or 16 bytes of
+   two 4-bit fields (MHA_Q4: 18 bytes; byte i holds values i (low 4 bits)
+   and i + 16 (high), each stored as q + 8); a value is d q, exactly in
+   float. A short last block is padded with q = 0. */
 #if MHA_NO_EXTRAS
 #define MHA__WTYPE(c) 0
-#define MHA__CTYPE(c) 0
+#define MHA__KTYPE(c) 0
+#define MHA__VTYPE(c) 0
 #else
 #define MHA__WTYPE(c) ((int)(c)->w->type)     /* of W_q, W_k, W_v, W_o */
-#define MHA__CTYPE(c) ((int)(c)->cache->type) /* of the cache's k and v */
+#define MHA__KTYPE(c) ((int)(c)->cache->type) /* of the cache's k */
+#define MHA__VTYPE(c) ((c)->cache->value_type ? (int)(c)->cache->value_type : MHA__KTYPE(c)) /* of its v */
 #endif
+#define MHA__QB ((size_t)32)                               /* values a block */
+#define MHA__BLOCKS(p) ((p) / MHA__QB + ((p) % MHA__QB != 0)) /* blocks a row of p */
+#define MHA__BLOCK_BYTES(type) ((type) == MHA_Q8 ? 34u : 18u)
 MHA__PRIVATE const void *mha__elt(const void *p, int type, size_t idx) {
     return (const unsigned char *)p + idx * (type ? 2u : 4u);
 }
+/* Row `row` of an array of rows of p elements of type (a cache's). */
+MHA__PRIVATE MHA__INLINE const void *mha__row(const void *base, int type, size_t p, size_t row) {
+    if (type >= MHA_Q8) return (const unsigned char *)base + row * MHA__BLOCKS(p) * MHA__BLOCK_BYTES(type);
+    return mha__elt(base, type, row * p);
+}
+/* Element idx of a row (or of a flat array of a non-block type). */
 MHA__PRIVATE float mha__elt_f32(const void *p, int type, size_t idx) {
     if (!type) return ((const float *)p)[idx];
+    if (type >= MHA_Q8) {
+        const unsigned char *blk = (const unsigned char *)p + idx / MHA__QB * MHA__BLOCK_BYTES(type);
+        const size_t j = idx % MHA__QB;
+        const int q = type == MHA_Q8 ? ((const int8_t *)(blk + 2))[j] : (int)(blk[2 + j % 16] >> (j / 16 * 4) & 15u) - 8;
+        return mha_f32_from_f16(*(const uint16_t *)(const void *)blk) * (float)q;
+    }
     return type == MHA_F16 ? mha_f32_from_f16(((const uint16_t *)p)[idx]) : mha_f32_from_bf16(((const uint16_t *)p)[idx]);
 }
-/* y[0..n) = x[0..n) rounded to the 16-bit type (nearest, ties to even). */
-MHA__PRIVATE void mha__elt_store(void *y, int type, const float *x, size_t n) {
+/* The integer nearest to y (ties to even) within [lo, hi]; y a float (not
+   a wider register: the callers pass a stored quotient), NaN gives lo. */
+MHA__PRIVATE int mha__nearest(float y, int lo, int hi) {
+    int q;
+    float f;
+    if (!(y > (float)lo)) return lo;
+    if (!(y < (float)hi)) return hi;
+    q = (int)y; /* toward 0; y - q is exact */
+    f = y - (float)q;
+    if (f > 0.5f || (f == 0.5f && (q & 1))) ++q;
+    if (f < -0.5f || (f == -0.5f && (q & 1))) --q;
+    return q;
+}
+/* r <= 32 values x into one block of type (docs/quantized.md): the scale
+   d is the f16 nearest to max|x| / 127 (MHA_Q8), or to m / -8 where m is
+   the first value of the largest magnitude (MHA_Q4, whose integers are -8
+   .. 7), an infinite one replaced by the largest finite f16 of its sign;
+   each q the integer nearest to the float x / d, ties to even, clamped to
+   the type's range (0 where d is 0). A block with a value that is not
+   finite gets d = NaN and every q 0: all its values read as NaN. */
+MHA__PRIVATE void mha__quantize(unsigned char *blk, int type, const float *x, size_t r) {
+    float big = 0.0f, d, y;
+    uint16_t h;
     size_t i;
-    for (i = 0; i < n; ++i)
+    int bad = 0, q;
+    for (i = 0; i < r; ++i) {
+        bad |= !(x[i] - x[i] == 0.0f);
+        if ((x[i] < 0.0f ? -x[i] : x[i]) > (big < 0.0f ? -big : big)) big = x[i];
+    }
+    h = type == MHA_Q8 ? mha_f16_from_f32((big < 0.0f ? -big : big) / 127.0f) : mha_f16_from_f32(big / -8.0f);
+    if ((h & 0x7FFFu) == 0x7C00u) h = (uint16_t)(h - 1u); /* inf: the largest finite f16 of its sign */
+    if (bad) h = 0x7E00u;
+    *(uint16_t *)(void *)blk = h;
+    d = mha_f32_from_f16(h);
+    for (i = 0; i < MHA__QB; ++i) {
+        y = i < r && !bad && d != 0.0f ? x[i] / d : 0.0f;
+        q = mha__nearest(y, type == MHA_Q8 ? -127 : -8, type == MHA_Q8 ? 127 : 7);
+        if (type == MHA_Q8)
+            blk[2 + i] = (unsigned char)(q & 255);
+        else if (i < 16)
+            blk[2 + i] = (unsigned char)(q + 8);
+        else
+            blk[2 + i - 16] = (unsigned char)(blk[2 + i - 16] | (q + 8) << 4);
+    }
+}
+/* rows rows of p floats x into the rows of type at y: a 16-bit type rounded
+   to nearest, ties to even; a block type block by block. */
+MHA__PRIVATE void mha__elt_store(void *y, int type, const float *x, size_t p, size_t rows) {
+    size_t i, b;
+    if (type >= MHA_Q8) {
+        for (i = 0; i < rows; ++i)
+            for (b = 0; b < MHA__BLOCKS(p); ++b)
+                mha__quantize((unsigned char *)(void *)mha__row(y, type, p, i) + b * MHA__BLOCK_BYTES(type), type,
+                              x + i * p + b * MHA__QB, p - b * MHA__QB < MHA__QB ? p - b * MHA__QB : MHA__QB);
+        return;
+    }
+    for (i = 0; i < p * rows; ++i)
         ((uint16_t *)y)[i] = type == MHA_F16 ? mha_f16_from_f32(x[i]) : mha_bf16_from_f32(x[i]);
 }
 
@@ -1161,11 +1251,16 @@ MHA__PRIVATE float mha__sqrtf(float x) {
 
 /* Saturating size arithmetic: a result that does not fit is SIZE_MAX, and
    stays SIZE_MAX through later products (SIZE_MAX * 0 is 0, as the true
-   product is) and sums. A byte count is a multiple of 4, so its low bit is
-   set only when it saturated. */
+   product is) and sums. A byte count is even, so its low bit is set only
+   when it saturated. */
 #define MHA__UP(x, k) (((x) + (k) - 1) / (k) * (k)) /* x rounded up to a multiple of k */
 MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX / a ? SIZE_MAX : a * b; }
 MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
+/* Bytes of n rows of p elements of type (an even count, or SIZE_MAX). */
+MHA__PRIVATE size_t mha__rows_bytes(size_t n, int type, size_t p) {
+    return mha__mul(n, type >= MHA_Q8 ? mha__mul(MHA__BLOCKS(p), MHA__BLOCK_BYTES(type))
+                                      : mha__mul(p, type == MHA_I8 ? 1u : type ? 2u : (unsigned)sizeof(float)));
+}
 
 /* One call: its validated sizes (as size_t, so that products such as
    h * p_q cannot overflow an int), its arguments, and where its keys and
@@ -1457,7 +1552,10 @@ MHA__PRIVATE size_t mha__layout(const mha__ctx *c, size_t *part) {
     int k;
     for (k = 0; k < MHA__ROWS_ARRAYS; ++k) /* the weight matrices and the cache in bytes of their type */
         if (!((absent >> k) & 1u))
-            any |= mha__mul(mha__count(c, k), k < 4 && MHA__WTYPE(c) ? 2 : k >= 12 && MHA__CTYPE(c) ? 2 : sizeof(float));
+            any |= k >= 12 && (MHA__KTYPE(c) || MHA__VTYPE(c))
+                       ? mha__rows_bytes(mha__mul(mha__mul(c->batch, c->kv), c->ms), k == 12 ? MHA__KTYPE(c) : MHA__VTYPE(c),
+                                         k == 12 ? c->pk : c->pv)
+                       : mha__mul(mha__count(c, k), k < 4 && MHA__WTYPE(c) ? 2 : sizeof(float));
     for (; k < MHA__ROWS; ++k) {
         if (part) part[k - MHA__ROWS_ARRAYS] = t;
         t = mha__add(t, mha__count(c, k));
@@ -1523,6 +1621,12 @@ MHA__PRIVATE MHA__NOINLINE float mha__dot16(const float *x, const void *y, int t
 }
 #define mha__dot_t(x, y, type, ys, n, skip0) \
     ((type) ? mha__dot16(x, y, type, ys, n, skip0) : mha__dot(x, (const float *)(y), ys, n, skip0))
+/* sum_i x[i] v_i[a] over rows v_i of p elements of a block type (a column
+   of a cache's values), in mha__dot's order. */
+MHA__PRIVATE MHA__NOINLINE float mha__dot_col(const float *x, const void *v, int type, size_t p, size_t a, size_t n,
+                                            int skip0) {
+    MHA__DOT(mha__elt_f32(mha__row(v, type, p, i), type, a))
+}
 #endif
 
 /* The attention rules' weight of a score s in a row whose max is mx: 0 for
@@ -1891,7 +1995,9 @@ MHA__PRIVATE MHA__NOINLINE void mha__pool(float *sc, size_t m, const void *v, in
     }
     if (sum == 0.0f) sum = 1.0f; /* every key masked */
     for (j = 0; j < m; ++j) sc[j] /= sum;
-    for (a = 0; a < pv; ++a) ho[a] = mha__dot_t(sc, mha__elt(v, vtype, a), vtype, vst, m, 1);
+    for (a = 0; a < pv; ++a)
+        ho[a] = !MHA_NO_EXTRAS && vtype >= MHA_Q8 ? mha__dot_col(sc, v, vtype, vst, a, m, 1)
+                                                  : mha__dot_t(sc, mha__elt(v, vtype, a), vtype, vst, m, 1);
 }
 
 /* The reference path's attention kernel, the one place where it applies
@@ -1962,7 +2068,7 @@ MHA__PRIVATE MHA__INLINE float *mha__scores(const mha__ctx *c, size_t i, const m
             if (MHA__ADDITIVE(c))
                 s = mha__additive(c, i, r->aq, r->ak + j * c->pa);
             else
-                s = c->scale * mha__dot_t(r->q, mha__elt(r->k, r->ktype, j * c->pk), r->ktype, 1, c->pk, 0);
+                s = c->scale * mha__dot_t(r->q, mha__row(r->k, r->ktype, c->pk, j), r->ktype, 1, c->pk, 0);
             if (MHA__EXTRAS(c) && r->raw) r->raw[j] = s;
             if (MHA__EXTRAS(c)) s = mha__extras(c, s, slope, r->qpos - (int64_t)pos);
             if (r->bias) s += r->bias[j];
@@ -2002,7 +2108,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend(const mha__ctx *c, size_t b, size_
 MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b, size_t t, size_t i, size_t e,
                                                     float slope, const float *q, float *sc) {
     mha__keys r;
-    r.k = mha__elt(c->cache->k, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pk);
+    r.k = mha__row(c->cache->k, MHA__KTYPE(c), c->pk, (b * c->kv + i / c->grp) * c->ms);
     r.q = q;
     r.aq = MHA__ADDITIVE(c) ? MHA__PART(c, MHA__AQ) : NULL;
     r.ak = MHA__ADDITIVE(c) ? MHA__PART(c, MHA__AK) + i * c->ms * c->pa : NULL;
@@ -2017,7 +2123,7 @@ MHA__PRIVATE MHA__NOINLINE float *mha__attend_cache(const mha__ctx *c, size_t b,
     r.row = t;
     t = MHA__DRAFT(c, b, t); /* the row's position less the old length */
     mha__decode_sees(e, c->n, t, (size_t)c->cache->window, !c->keys, &r.lo, &r.hi);
-    r.ktype = MHA__CTYPE(c);
+    r.ktype = MHA__KTYPE(c);
     r.qpos = (int64_t)(e - c->n + t); /* P */
     return mha__scores(c, i, &r, slope);
 }
@@ -2421,7 +2527,65 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vload16(const uint16_t *p, int type) {
     }
 #endif
 }
+/* A vector from elements idx .. idx+VL-1 of a row of blocks (MHA_Q8,
+   MHA_Q4; VL divides 16, idx is a multiple of VL): its integers widened and
+   converted, times the block's scale (exact: each value is d q). */
+MHA__PRIVATE MHA__INLINE mha__v mha__vload_q(const void *row, int type, size_t idx) {
+    const unsigned char *blk = (const unsigned char *)row + idx / MHA__QB * MHA__BLOCK_BYTES(type);
+    const unsigned char *qs = blk + 2 + (type == MHA_Q8 ? idx % MHA__QB : idx % 16);
+    const uint16_t h = *(const uint16_t *)(const void *)blk;
+    const int sh = type == MHA_Q4 && idx % MHA__QB >= 16 ? 4 : 0; /* the high 4 bits */
+#if !MHA_NO_SIMD && defined(__AVX512F__)
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)qs);
+    const __m512i i = type == MHA_Q8 ? _mm512_cvtepi8_epi32(b)
+                                     : _mm512_sub_epi32(_mm512_and_si512(_mm512_srl_epi32(_mm512_cvtepu8_epi32(b),
+                                                                                          _mm_cvtsi32_si128(sh)),
+                                                                         _mm512_set1_epi32(15)),
+                                                        _mm512_set1_epi32(8));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_cvtph_ps(_mm256_set1_epi16((short)h)));
+#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)qs);
+    const __m256i i = type == MHA_Q8 ? _mm256_cvtepi8_epi32(b)
+                                     : _mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(_mm256_cvtepu8_epi32(b),
+                                                                                          _mm_cvtsi32_si128(sh)),
+                                                                         _mm256_set1_epi32(15)),
+                                                        _mm256_set1_epi32(8));
+#ifdef __F16C__
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_cvtph_ps(_mm_set1_epi16((short)h)));
+#else
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(mha_f32_from_f16(h)));
+#endif
+#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
+    uint32_t w4;
+    int32x4_t i;
+    __builtin_memcpy(&w4, qs, 4);
+    if (type == MHA_Q8)
+        i = vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w4)))));
+    else
+        i = vsubq_s32(vreinterpretq_s32_u32(vandq_u32(vshlq_u32(vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(
+                                                                 vdup_n_u32(w4))))),
+                                                             vdupq_n_s32(-sh)),
+                                                   vdupq_n_u32(15))),
+                      vdupq_n_s32(8));
+    return vmulq_n_f32(vcvtq_f32_s32(i), vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0));
+#elif !MHA_NO_SIMD && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+    const int32x4_t i = type == MHA_Q8 ? vldrbq_s32((const int8_t *)qs)
+                                       : vsubq_n_s32(vreinterpretq_s32_u32(vandq_u32(vshlq_r_u32(vldrbq_u32(qs), -sh),
+                                                                                     vdupq_n_u32(15))),
+                                                     8);
+    return vmulq_n_f32(vcvtq_f32_s32(i), mha_f32_from_f16(h));
+#else /* the lanes one at a time */
+    float v[MHA__VL];
+    int l;
+    (void)qs;
+    (void)h;
+    (void)sh;
+    for (l = 0; l < MHA__VL; ++l) v[l] = mha__elt_f32(row, type, idx + (size_t)l);
+    return mha__vload(v);
+#endif
+}
 MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx) {
+    if (type >= MHA_Q8) return mha__vload_q(p, type, idx);
     return type ? mha__vload16((const uint16_t *)p + idx, type) : mha__vload((const float *)p + idx);
 }
 
@@ -3630,7 +3794,7 @@ MHA__PRIVATE void mha__dec_tree(const mha__ctx *c, float *x, const float *q, con
         pos = len + mha__depth(par, d);
         if (slot < j0 || slot - j0 >= cl || !mha__ancestor(par, d, row) || (pos < lo && pos >= MHA__KEPT(c->cache)))
             continue;
-        x[slot - j0] = mha__extras(c, c->scale * mha__dot_t(q, mha__elt(K, ct, slot * c->pk), ct, 1, c->pk, 0), slope,
+        x[slot - j0] = mha__extras(c, c->scale * mha__dot_t(q, mha__row(K, ct, c->pk, slot), ct, 1, c->pk, 0), slope,
                                    (int64_t)(depth - mha__depth(par, d)));
     }
 }
@@ -4010,7 +4174,7 @@ typedef struct mha__dec {
     float *mc;                /* [batch][kv][p_v]: the merge's compensation */
     float *stage;             /* [batch][kv][t][p_k + p_v]: a 16-bit cache's new keys and values before
                                  they are rounded into it (t = max(n, m)) */
-    int ct;                   /* the cache's element type */
+    int kt, vt;               /* the element types of the cache's keys and values */
     int gemv;                 /* 16-bit weights and few rows: the projections read W_q .. W_o as they
                                  are (mha__gemv16), not packed panels */
 } mha__dec;
@@ -4162,21 +4326,19 @@ MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
         run = c->ms - slot < c->m - j ? c->ms - slot : c->m - j;
         kd = (float *)cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
         vd = (float *)cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
-        if (f->ct) {
-            kd = f->stage + ((b * c->kv + g) * c->m + j) * (c->pk + c->pv);
-            vd = kd + run * c->pk;
-        }
+        if (f->kt) kd = f->stage + ((b * c->kv + g) * c->m + j) * (c->pk + c->pv);
+        if (f->vt) vd = f->stage + ((b * c->kv + g) * c->m + j) * (c->pk + c->pv) + run * c->pk;
         mha__dec_project(f, MHA__PROJ_K, g * c->pk, c->pk, run, c->keys + (b * c->m + j) * c->dk, c->dk, wk, kd, c->pk);
         mha__dec_project(f, MHA__PROJ_V, g * c->pv, c->pv, run, c->values + (b * c->m + j) * c->dv, c->dv, wv, vd,
                          c->pv);
         for (k = 0; k < run && MHA__ROPE(c); ++k) /* RoPE at the key's position */
             mha__rope(c, kd + k * c->pk, 1, 0, (int64_t)cache->length[b] + (int64_t)MHA__DRAFT(c, b, j + k), NULL);
-        if (!MHA_NO_EXTRAS && f->ct) {
-            mha__elt_store((void *)mha__elt(cache->k, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pk), f->ct, kd,
-                           run * c->pk);
-            mha__elt_store((void *)mha__elt(cache->v, f->ct, ((b * c->kv + g) * c->ms + slot) * c->pv), f->ct, vd,
-                           run * c->pv);
-        }
+        if (!MHA_NO_EXTRAS && f->kt)
+            mha__elt_store((void *)mha__row(cache->k, f->kt, c->pk, (b * c->kv + g) * c->ms + slot), f->kt, kd, c->pk,
+                           run);
+        if (!MHA_NO_EXTRAS && f->vt)
+            mha__elt_store((void *)mha__row(cache->v, f->vt, c->pv, (b * c->kv + g) * c->ms + slot), f->vt, vd, c->pv,
+                           run);
         j += run;
     }
 }
@@ -4219,7 +4381,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
     /* 16-bit keys: two at a time (a float cache does not gain: reading two rows side by side
        slowed its step by a third) */
     for (j = 0; ct != MHA_F32 && j + 1 < cl && c->pk % MHA__VL == 0 && c->pk <= MHA__KC; j += 2) {
-        const void *k = mha__elt(K, ct, j * c->pk), *k1 = mha__elt(K, ct, (j + 1) * c->pk);
+        const void *k = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
         mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, kv, kw, qv;
         for (pp = 0; pp < c->pk; pp += MHA__VL) {
             kv = mha__vload_t(k, ct, pp);
@@ -4239,7 +4401,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
         }
     }
     for (; j < cl; ++j) {
-        const void *k = mha__elt(K, ct, j * c->pk);
+        const void *k = mha__row(K, ct, c->pk, j);
         s4[0] = s4[1] = s4[2] = s4[3] = 0.0f;
         for (p = 0; p < c->pk; p = pe) { /* blocks of KC */
             mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, kv;
@@ -4278,7 +4440,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
 #define MHA__DEC_A(X) X(0) X(1) X(2) X(3)
 #define MHA__DEC_ZERO(a) b0##a = b1##a = b2##a = b3##a = mha__vset(0.0f);
 #define MHA__DEC_FMA(a)                                                                                              \
-    v = mha__vload_t(vj, ct, (size_t)(a) * MHA__VL);                                                                 \
+    v = mha__vload_t(vj, ct, a0 + (size_t)(a) * MHA__VL);                                                            \
     b0##a = mha__vfma(w0, v, b0##a);                                                                                 \
     b1##a = mha__vfma(w1, v, b1##a);                                                                                 \
     b2##a = mha__vfma(w2, v, b2##a);                                                                                 \
@@ -4300,7 +4462,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const 
         jb = cl - j < 32 ? cl : j + 32;
         MHA__DEC_A(MHA__DEC_ZERO)
         for (; j < jb; ++j) {
-            const void *vj = mha__elt(V, ct, j * pv + a0);
+            const void *vj = mha__row(V, ct, pv, j);
             mha__v w0 = mha__vset(x[j]), w1 = mha__vset(x[MHA__DCH + j]), w2 = mha__vset(x[2 * MHA__DCH + j]);
             mha__v w3 = mha__vset(x[3 * MHA__DCH + j]);
             MHA__DEC_A(MHA__DEC_FMA)
@@ -4317,15 +4479,16 @@ MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const 
    fewer repeats its last row, whose results are not kept); scores by
    mha__dec_scores, weights by mha__softmax's rules, the weighted sum by
    mha__dec_values4 (p_v in groups of 4 VL; columns past the last whole
-   group one vector at a time, from a copy). The cache's element type ct is
-   a constant in each of the three copies that mha__dec_item inlines. */
-MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, float *st, int ct) {
+   group one vector at a time, from a copy). The element types of the keys
+   and values, kt and vt, are constants in the copies that mha__dec_item
+   inlines for the common pairs. */
+MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, float *st, int kt, int vt) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
     size_t b = item / (c->kv * f->chunks), g = item / f->chunks % c->kv, ch = item % f->chunks;
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, j0 = ch * MHA__DCH, cl, r0, rb;
-    const void *K = mha__elt(c->cache->k, ct, (b * c->kv + g) * c->ms * c->pk);
-    const void *V = mha__elt(c->cache->v, ct, (b * c->kv + g) * c->ms * c->pv);
+    const void *K = mha__row(c->cache->k, kt, c->pk, (b * c->kv + g) * c->ms);
+    const void *V = mha__row(c->cache->v, vt, c->pv, (b * c->kv + g) * c->ms);
     float *res = f->res + item * f->rows * f->pvs, out4[4 * MHA__V4];
     size_t r, j, a, lo, hi, whole = c->pv / (MHA__V4) * (MHA__V4), l;
     cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
@@ -4333,7 +4496,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         const float *q[4];
         rb = f->rows - r0 < MHA__DRB ? f->rows - r0 : MHA__DRB;
         for (r = 0; r < 4; ++r) q[r] = f->q + ((b * c->kv + g) * f->rows + r0 + (r < rb ? r : rb - 1)) * c->pq;
-        mha__dec_scores(c, q, mha__elt(K, ct, j0 * c->pk), ct, cl, st);
+        mha__dec_scores(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st);
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
@@ -4341,7 +4504,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
             mha__decode_sees(e, c->n, MHA__DRAFT(c, b, tr), (size_t)c->cache->window, !c->keys, &lo, &hi);
             /* (a tree: the old length's positions here, its drafts then) */
             mha__fast_ring_rules(c, x, j0, cl, e, lo, MHA__TREE(c) ? e - c->n : hi, (int64_t)hi - 1, slope);
-            if (MHA__TREE(c)) mha__dec_tree(c, x, q[r], K, ct, j0, cl, b, tr, lo, slope);
+            if (MHA__TREE(c)) mha__dec_tree(c, x, q[r], K, kt, j0, cl, b, tr, lo, slope);
             mx = mha__rowmax(x, MHA__UP(cl, MHA__VL), ninf);
             sum = mx == ninf ? 0.0f : mha__softmax(x, MHA__UP(cl, MHA__VL), mx);
             if (mx == ninf)
@@ -4352,7 +4515,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         for (; r < 4; ++r) /* rows past the block: weight 0 */
             for (j = 0; j < cl; ++j) st[r * MHA__DCH + j] = 0.0f;
         for (a = 0; a < whole; a += MHA__V4) {
-            mha__dec_values4(c->pv, st, mha__elt(V, ct, j0 * c->pv), ct, cl, a, out4, MHA__V4);
+            mha__dec_values4(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, a, out4, MHA__V4);
             for (r = 0; r < rb; ++r)
                 for (l = 0; l < MHA__V4; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * MHA__V4 + l];
         }
@@ -4364,13 +4527,13 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
                 for (j = 0; j < cl; j = jb) {
                     jb = cl - j < 32 ? cl : j + 32;
                     for (blk = mha__vset(0.0f); j < jb; ++j) {
-                        const void *vj = mha__elt(V, ct, (j0 + j) * c->pv + a);
+                        const void *vj = mha__row(V, vt, c->pv, j0 + j);
                         mha__v vv;
                         if (lanes < MHA__VL) { /* the row's last columns: no read past it */
-                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_f32(vj, ct, l) : 0.0f;
+                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_f32(vj, vt, a + l) : 0.0f;
                             vv = mha__vload(buf);
                         } else {
-                            vv = mha__vload_t(vj, ct, 0);
+                            vv = mha__vload_t(vj, vt, a);
                         }
                         blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), vv, blk);
                     }
@@ -4387,15 +4550,21 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
 }
 
 MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
-    if (!MHA_NO_EXTRAS && f->ct == MHA_F16) {
-        mha__dec_item_t(f, item, st, MHA_F16);
-        return;
-    }
-    if (!MHA_NO_EXTRAS && f->ct == MHA_BF16) {
-        mha__dec_item_t(f, item, st, MHA_BF16);
-        return;
-    }
-    mha__dec_item_t(f, item, st, MHA_F32);
+    const int pair = f->kt * 8 + f->vt;
+    if (MHA_NO_EXTRAS || pair == 0)
+        mha__dec_item_t(f, item, st, MHA_F32, MHA_F32);
+    else if (pair == MHA_F16 * 9)
+        mha__dec_item_t(f, item, st, MHA_F16, MHA_F16);
+    else if (pair == MHA_BF16 * 9)
+        mha__dec_item_t(f, item, st, MHA_BF16, MHA_BF16);
+    else if (pair == MHA_Q8 * 9)
+        mha__dec_item_t(f, item, st, MHA_Q8, MHA_Q8);
+    else if (pair == MHA_Q4 * 9)
+        mha__dec_item_t(f, item, st, MHA_Q4, MHA_Q4);
+    else if (pair == MHA_Q8 * 8 + MHA_Q4)
+        mha__dec_item_t(f, item, st, MHA_Q8, MHA_Q4);
+    else /* the other pairs: the types read at run time */
+        mha__dec_item_t(f, item, st, f->kt, f->vt);
 }
 
 /* Task `slot` of the split-KV step: items slot, slot + tasks, ... */
@@ -4455,7 +4624,7 @@ MHA__PRIVATE void mha__dec_redo(const mha__dec *f, size_t b, size_t g) {
         for (a = 0; a < c->pv; ++a) bad |= !(h[a] - h[a] == 0.0f);
         if (!bad) continue;
         mha__pool(mha__attend_cache(c, b, tt, i, e, MHA__SLOPE(c, i), q, f->scr), used,
-                  mha__elt(c->cache->v, f->ct, (b * c->kv + g) * c->ms * c->pv), f->ct, c->pv, c->pv, h, NULL,
+                  mha__row(c->cache->v, f->vt, c->pv, (b * c->kv + g) * c->ms), f->vt, c->pv, c->pv, h, NULL,
                   mha__row_sink(c, i, 0.0f, 0));
     }
 }
@@ -4499,7 +4668,8 @@ MHA__PRIVATE void mha__fast_decode(mha__ctx *c, float *ws) {
     size_t b, i, k, panels = (c->po + MHA__NR - 1) / MHA__NR;
     mha__rope_base(c);
     mha__fast_decode_layout(&f, c, ws);
-    f.ct = MHA__CTYPE(c);
+    f.kt = MHA__KTYPE(c);
+    f.vt = MHA__VTYPE(c);
     f.gemv = MHA__WTYPE(c) && (c->n > c->m ? c->n : c->m) <= MHA__GEMV_ROWS;
     f.packed = f.gemv ? NULL : mha__packed(c);
     f.in_pbuf[0] = 0; /* none: kv heads are -1 - g, heads i >= 0 */
@@ -4730,6 +4900,18 @@ MHA__PRIVATE MHA__INLINE int mha__ring_bad(const mha_cache *cache, size_t m) {
     return w && m && (room < 0 || m - 1 > (size_t)room);
 }
 
+/* Whether the cache's element types do not suit the entry: the float
+   entries (q8 0) take keys of MHA_F32, MHA_F16, MHA_BF16, MHA_Q8 or MHA_Q4
+   and value_type 0 or one of those but MHA_F32 (only float with additive
+   scoring, f32only 1, or under MHA_NO_EXTRAS); the int8 ones (q8 1)
+   MHA_I8 with value_type 0 or MHA_I8. */
+MHA__PRIVATE int mha__types_bad(const mha_cache *cache, int q8, int f32only) {
+    const uint32_t k = (uint32_t)cache->type, v = (uint32_t)cache->value_type;
+    if (q8) return k != MHA_I8 || (v && v != MHA_I8);
+    if (MHA_NO_EXTRAS || f32only) return k || v;
+    return k > MHA_Q4 || k == MHA_I8 || v > MHA_Q4 || v == MHA_I8;
+}
+
 /* Whether a tree's parents [batch][t] hold one out of range (each draft's
    parent is -1 or an earlier draft). */
 MHA__PRIVATE int mha__tree_bad(const int32_t *parents, size_t batch, size_t t) {
@@ -4753,9 +4935,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__enter_cache(const mha_shape *shape, const mh
     int st = mha__setup(&c, shape, w);
     if (st != MHA_OK || (st = mha__counts(&c, batch, decode ? t : 0, keys || values ? t : 0)) != MHA_OK) return st;
     if (!cache) return MHA_ERR_NULL;
-    if (mha__ring_bad(cache, c.m) ||
-        (MHA_NO_EXTRAS ? cache->type != 0 || decode == 2 : (uint32_t)cache->type > (uint32_t)MHA_BF16) ||
-        (cache->type && MHA__ADDITIVE(&c)))
+    if (mha__ring_bad(cache, c.m) || mha__types_bad(cache, 0, MHA__ADDITIVE(&c)) || (MHA_NO_EXTRAS && decode == 2))
         return MHA_ERR_SHAPE;
     if (decode && !keys && !values && (MHA__ROPE(&c) || MHA__ALIBI(&c)))
         return MHA_ERR_SHAPE; /* cross-attention: no query position */
@@ -4898,8 +5078,8 @@ MHA__PRIVATE MHA__NOINLINE mha_status mha__compute_cache(int status, void *works
                 mha__pool(mha__attend_cache(c, b, t, i, e, MHA__SLOPE(c, i), MHA__PART(c, MHA__QP) + i * c->pq,
                                             MHA__PART(c, MHA__SC)),
                           slots,
-                          mha__elt(c->cache->v, MHA__CTYPE(c), (b * c->kv + i / c->grp) * c->ms * c->pv),
-                          MHA__CTYPE(c), c->pv, c->pv, MHA__PART(c, MHA__CAT) + i * c->pv, NULL,
+                          mha__row(c->cache->v, MHA__VTYPE(c), c->pv, (b * c->kv + i / c->grp) * c->ms),
+                          MHA__VTYPE(c), c->pv, c->pv, MHA__PART(c, MHA__CAT) + i * c->pv, NULL,
                           mha__row_sink(c, i, 0.0f, 0));
             }
             mha__project(c, MHA__PROJ_O, MHA__PART(c, MHA__CAT), 1, 0, c->out + row * c->po); /* 3. */
@@ -4927,18 +5107,17 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
                                              work, and p_q = p_k: dot scoring), then rounded into it */
                 float *k = (float *)c->cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
                 float *v = (float *)c->cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;
-                if (MHA__CTYPE(c)) {
-                    k = MHA__PART(c, MHA__QP);
-                    v = MHA__PART(c, MHA__CAT);
-                }
+                if (MHA__KTYPE(c)) k = MHA__PART(c, MHA__QP);
+                if (MHA__VTYPE(c)) v = MHA__PART(c, MHA__CAT);
                 mha__project(c, MHA__PROJ_K, c->keys + (b * c->m + j) * c->dk, 1, g * c->pk, k);
                 mha__rope(c, k, 1, 0, (int64_t)cache->length[b] + (int64_t)MHA__DRAFT(c, b, j), NULL);
                 mha__project(c, MHA__PROJ_V, c->values + (b * c->m + j) * c->dv, 1, g * c->pv, v);
-                if (!MHA__CTYPE(c)) continue;
-                mha__elt_store((void *)mha__elt(cache->k, MHA__CTYPE(c), ((b * c->kv + g) * c->ms + slot) * c->pk),
-                               MHA__CTYPE(c), k, c->pk);
-                mha__elt_store((void *)mha__elt(cache->v, MHA__CTYPE(c), ((b * c->kv + g) * c->ms + slot) * c->pv),
-                               MHA__CTYPE(c), v, c->pv);
+                if (MHA__KTYPE(c))
+                    mha__elt_store((void *)mha__row(cache->k, MHA__KTYPE(c), c->pk, (b * c->kv + g) * c->ms + slot),
+                                   MHA__KTYPE(c), k, c->pk, 1);
+                if (MHA__VTYPE(c))
+                    mha__elt_store((void *)mha__row(cache->v, MHA__VTYPE(c), c->pv, (b * c->kv + g) * c->ms + slot),
+                                   MHA__VTYPE(c), v, c->pv, 1);
             }
         }
     return MHA__RUN;
@@ -6157,15 +6336,21 @@ MHADEF mha_status mha_backward_reference(const mha_shape *shape, const mha_weigh
     return MHA_OK;
 }
 
-MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type) {
+MHADEF size_t mha_cache_array_bytes(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type,
+                                    int32_t which) {
     mha__ctx c;
-    size_t per;
+    size_t bytes;
     if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK ||
-        capacity < 1 || (uint32_t)type > (uint32_t)MHA_I8 || (MHA_NO_EXTRAS && (type == MHA_F16 || type == MHA_BF16)))
+        capacity < 1 || (uint32_t)which > 1u || (uint32_t)type > (uint32_t)MHA_Q4 ||
+        (MHA_NO_EXTRAS && type != MHA_F32 && type != MHA_I8))
         return 0;
-    per = mha__mul(mha__mul(mha__mul(c.batch, c.kv), c.m), mha__add(c.pk, c.pv));
-    per = mha__mul(per, type == MHA_I8 ? 1 : type ? 2 : sizeof(float));
-    return per == SIZE_MAX ? 0 : per;
+    bytes = mha__rows_bytes(mha__mul(mha__mul(c.batch, c.kv), c.m), type, which ? c.pv : c.pk);
+    return bytes == SIZE_MAX ? 0 : bytes;
+}
+MHADEF size_t mha_cache_bytes_typed(const mha_shape *shape, int32_t batch, int32_t capacity, int32_t type) {
+    const size_t k = mha_cache_array_bytes(shape, batch, capacity, type, 0),
+                 v = mha_cache_array_bytes(shape, batch, capacity, type, 1);
+    return k && v && mha__add(k, v) != SIZE_MAX ? k + v : 0;
 }
 MHADEF size_t mha_cache_bytes(const mha_shape *shape, int32_t batch, int32_t capacity) {
     return mha_cache_bytes_typed(shape, batch, capacity, MHA_F32);
@@ -6174,14 +6359,15 @@ MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32
                            int32_t kv_head, int32_t position, int32_t which) {
     mha__ctx c;
     size_t slot, cap, kept;
-    int32_t len;
+    int32_t len, type;
     if (!cache || !cache->k || !cache->v || !cache->length || b < 0 || b >= batch || kv_head < 0 || position < 0 ||
         (uint32_t)which > 1u || mha__setup(&c, shape, &mha__no_weights) != MHA_OK || (size_t)kv_head >= c.kv ||
-        mha__ring_bad(cache, 0) || (uint32_t)cache->type > (uint32_t)MHA_I8 ||
-        (MHA_NO_EXTRAS && (cache->type == MHA_F16 || cache->type == MHA_BF16)) ||
-        /* the floats of the batch's cache fit size_t, so the row's byte offset does */
-        mha__mul(mha__mul(mha__mul(MHA__SZ(batch), c.kv), (size_t)cache->capacity),
-                 mha__mul(mha__add(c.pk, c.pv), sizeof(float))) == SIZE_MAX)
+        mha__ring_bad(cache, 0) || (mha__types_bad(cache, 0, 0) && mha__types_bad(cache, 1, 0)))
+        return NULL;
+    type = which && cache->value_type ? cache->value_type : cache->type;
+    /* the bytes of the batch's array fit size_t, so the row's byte offset does */
+    if (mha__rows_bytes(mha__mul(mha__mul(MHA__SZ(batch), c.kv), (size_t)cache->capacity), (int)type,
+                        which ? c.pv : c.pk) == SIZE_MAX)
         return NULL;
     len = cache->length[b];
     cap = (size_t)cache->capacity;
@@ -6191,8 +6377,7 @@ MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32
         return NULL; /* not held */
     slot = cache->window ? mha__pos_slot((size_t)position, kept, cap) : (size_t)position;
     return (unsigned char *)(which ? cache->v : cache->k) +
-           (((size_t)b * c.kv + (size_t)kv_head) * cap + slot) * (which ? c.pv : c.pk) *
-               (cache->type == MHA_I8 ? 1u : cache->type ? 2u : (unsigned)sizeof(float));
+           mha__rows_bytes(((size_t)b * c.kv + (size_t)kv_head) * cap + slot, (int)type, which ? c.pv : c.pk);
 }
 
 /* Workspace bytes of a decode (fast 1: mha_decode's path) or an append. */
@@ -6209,7 +6394,8 @@ MHA__PRIVATE size_t mha__decode_bytes(const mha_shape *shape, int32_t batch, int
 #endif
     c.ms = MHA__SZ(capacity);
     c.mp = 0;
-    dummy.type = MHA_F32; /* the cache's bytes checked as floats (the size does not depend on them) */
+    dummy.type = dummy.value_type = MHA_F32; /* the cache's bytes checked as floats (the size does not depend
+                                                 on them) */
     c.cache = &dummy;
     bytes = mha__bytes(&c);
     return bytes == SIZE_MAX ? 0 : bytes;
@@ -7282,7 +7468,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__q8_enter_cache(const mha_shape *shape, const
     if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
     if (!cache) return MHA_ERR_NULL;
     if (mha__ring_bad(cache, keys ? MHA__SZ(t) : 0) || cache->capacity > ((int32_t)1 << 22) ||
-        cache->type != MHA_I8)
+        mha__types_bad(cache, 1, 0))
         return MHA_ERR_SHAPE;
     if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
         (keys && (!w->w_k || !w->w_v || !w->r_k || !w->r_v)) ||

@@ -344,7 +344,7 @@ static void test_knobs(void) {
                   mha_pack_weights(&base, &w, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
               "weights of element type %d: MHA_ERR_SHAPE", (int)w.type);
     }
-    CHECK(mha_cache_bytes_typed(&base, 2, 5, 4) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
+    CHECK(mha_cache_bytes_typed(&base, 2, 5, 6) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
           "mha_cache_bytes_typed of an unknown type: 0");
     if (mha_build_info().no_extras) { /* compiled out: every knob and 16-bit type is refused */
         for (k = 0; k < 5; ++k) {
@@ -663,7 +663,7 @@ static void test_decode_statuses(void) {
                   mha_cache_row(&s, &r, 0, 0, 0, 0, 0) == NULL && mha_cache_row(&s, &r, -1, 0, 0, 0, 0) == NULL,
               "mha_cache_row: shape or cache NULL, b, kv_head, position < 0, kv_head >= kv_heads, which not 0 or 1, "
               "b >= batch (2, INT32_MAX), batch 0 or -1: NULL");
-        r.type = 4;
+        r.type = 6;
         ok = mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
         r.type = MHA_F32;
         r.capacity = 0;
@@ -732,7 +732,27 @@ static void test_decode_statuses(void) {
           "decode: element type 3 (MHA_I8: the int8 path's only): MHA_ERR_SHAPE");
     c.type = -1;
     CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type -1: MHA_ERR_SHAPE");
+    c.type = 6;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 6: MHA_ERR_SHAPE");
     c.type = 0;
+    {
+        static const int32_t vt[4] = {MHA_I8, 6, -1, INT32_MAX};
+        int k;
+        int ok = 1;
+        for (k = 0; k < 4; ++k) {
+            c.value_type = vt[k];
+            ok &= DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE &&
+                  mha_cache_append(&s, &p.w, &c, 2, 2, p.k, p.v, ws, bytes) == MHA_ERR_SHAPE;
+        }
+        c.value_type = MHA_Q8;
+        c.type = MHA_I8;
+        ok &= DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE; /* int8 keys with other values */
+        c.type = 0;
+        c.value_type = 0;
+        CHECK(ok && memcmp(lens, len_copy, sizeof lens) == 0,
+              "decode and append: value_type MHA_I8, 6, -1, INT32_MAX, or MHA_Q8 beside MHA_I8 keys: MHA_ERR_SHAPE, "
+              "lengths unchanged");
+    }
     CHECK(mha_decode(&s, &p.w, &c, -1, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE &&
               mha_decode(&s, &p.w, &c, 2, -1, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,
           "decode: batch or t < 0: MHA_ERR_SHAPE");
