@@ -217,7 +217,15 @@ static int32_t slot_position(int32_t j, int32_t e, int32_t cap, int32_t kept) {
    cache that holds e positions, elements of es bytes: the address of the
    slot that slot_position finds holding it (kv head g's rows), or NULL
    where no slot does. */
-static int rows_ok(const mha_shape *s, const mha_cache *c, int32_t e, size_t es) {
+/* Bytes of a cache row of p elements of type, by the docs' layout (a block
+   type: ceil(p / 32) blocks of an f16 scale and 32 int8, or 16 bytes). */
+static size_t row_bytes(int32_t type, size_t p) {
+    if (type == MHA_Q8 || type == MHA_Q4) return (p + 31) / 32 * (type == MHA_Q8 ? 34u : 18u);
+    return p * (type ? 2u : 4u);
+}
+static int32_t value_type(const mha_cache *c) { return c->value_type ? c->value_type : c->type; }
+
+static int rows_ok(const mha_shape *s, const mha_cache *c, int32_t e) {
     int32_t cap = c->capacity, kvh = s->kv_heads ? s->kv_heads : s->heads, P, j, g, which;
     int32_t *slot_of = (int32_t *)malloc(((size_t)e + 1) * sizeof(int32_t));
     int ok = 1;
@@ -226,10 +234,10 @@ static int rows_ok(const mha_shape *s, const mha_cache *c, int32_t e, size_t es)
     for (P = 0; P <= e; ++P)
         for (g = 0; g < kvh; ++g)
             for (which = 0; which < 2; ++which) {
-                const size_t p = (size_t)(which ? s->p_v : s->p_k);
+                const size_t rb = row_bytes(which ? value_type(c) : c->type, (size_t)(which ? s->p_v : s->p_k));
                 const unsigned char *want = slot_of[P] < 0 ? NULL
                                           : (const unsigned char *)(which ? c->v : c->k) +
-                                                ((size_t)g * (size_t)cap + (size_t)slot_of[P]) * p * es;
+                                                ((size_t)g * (size_t)cap + (size_t)slot_of[P]) * rb;
                 ok &= mha_cache_row(s, c, 1, 0, g, P, which) == (const void *)want;
             }
     free(slot_of);
@@ -264,7 +272,7 @@ static void test_ring_equals_window(void) {
         for (at = 0; at < sq.len; at += chunk) {
             int32_t t = sq.len - at < chunk ? sq.len - at : chunk;
             ok &= decode_chunk(&s, &p.w, &c, &sq, 1, at, t);
-            ok &= rows_ok(&s, &c, len, sizeof(float));
+            ok &= rows_ok(&s, &c, len);
         }
         CHECK(ok && len == 3 * cap,
               "ring buffer, window %d, keep_first %d, capacity %d, chunks of %d: equals the banded mask (and the "
@@ -565,11 +573,25 @@ static void test_long_ring(void) {
 
 /* ---- 16-bit weights and caches ---------------------------------------------- */
 
-/* Element i of a cache array of type (float, or 16-bit converted exactly). */
-static double cache_elt(const void *p, int32_t type, size_t i) {
-    if (type == MHA_F16) return (double)mha_f32_from_f16(((const uint16_t *)p)[i]);
-    if (type == MHA_BF16) return (double)mha_f32_from_bf16(((const uint16_t *)p)[i]);
-    return (double)((const float *)p)[i];
+/* Element a of row `row` (rows of p) of a cache array of type: float,
+   16-bit converted exactly, or a block type's scale times its integer (the
+   docs' layout, read here byte by byte). */
+static double cache_elt(const void *base, int32_t type, size_t p, size_t row, size_t a) {
+    const unsigned char *r = (const unsigned char *)base + row * row_bytes(type, p);
+    if (type == MHA_Q8 || type == MHA_Q4) {
+        const unsigned char *blk = r + a / 32 * (type == MHA_Q8 ? 34u : 18u);
+        uint16_t h;
+        int q;
+        memcpy(&h, blk, 2);
+        if (type == MHA_Q8)
+            q = (int)(int8_t)blk[2 + a % 32];
+        else
+            q = (a % 32 < 16 ? blk[2 + a % 16] & 15 : blk[2 + a % 16] >> 4) - 8;
+        return (double)mha_f32_from_f16(h) * q;
+    }
+    if (type == MHA_F16) return (double)mha_f32_from_f16(((const uint16_t *)(const void *)r)[a]);
+    if (type == MHA_BF16) return (double)mha_f32_from_bf16(((const uint16_t *)(const void *)r)[a]);
+    return (double)((const float *)(const void *)r)[a];
 }
 
 /* The double-precision output [p_o] of the query x (d_q) at position P of
@@ -597,14 +619,14 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
             int32_t pos = held_pos[j];
             sc[j] = -INFINITY;
             if (pos <= P && (!c->window || pos > P - c->window || pos < c->keep_first)) {
-                for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * cache_elt(c->k, c->type, (base + (size_t)j) * (size_t)pq + (size_t)a);
+                for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * cache_elt(c->k, c->type, (size_t)pq, base + (size_t)j, (size_t)a);
                 sc[j] = scale * acc;
             }
             if (sc[j] > mx) mx = sc[j];
         }
         for (sum = 0.0, j = 0; j < held; ++j) sum += sc[j] = exp(sc[j] - mx);
         for (a = 0; a < pv; ++a) {
-            for (acc = 0.0, j = 0; j < held; ++j) acc += sc[j] / sum * cache_elt(c->v, c->type, (base + (size_t)j) * (size_t)pv + (size_t)a);
+            for (acc = 0.0, j = 0; j < held; ++j) acc += sc[j] / sum * cache_elt(c->v, value_type(c), (size_t)pv, base + (size_t)j, (size_t)a);
             cat[i * pv + a] = acc;
         }
     }
@@ -618,14 +640,29 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     free(held_pos);
 }
 
+/* How far a cached element may be from the exact projection x, for its
+   array's type: half a unit in the last place of a 16-bit type (2^-11
+   relative for f16, 2^-8 for bf16); for a block type half its scale d
+   (MHA_Q8) or d (MHA_Q4, whose one value of the sign opposite to the
+   block's largest may clamp from 8 to 7, and d itself is rounded to f16:
+   d (1 + 2^-8)); plus fp32's own error. */
+static double cached_tolerance(const void *base, int32_t type, size_t p, size_t row, size_t a, double x) {
+    double t = 1e-6 * (1.0 + fabs(x));
+    if (type == MHA_F16 || type == MHA_BF16) return t + fabs(x) * (type == MHA_F16 ? 1.0 / 2048.0 : 1.0 / 256.0);
+    if (type == MHA_Q8 || type == MHA_Q4) {
+        uint16_t h;
+        memcpy(&h, (const unsigned char *)base + row * row_bytes(type, p) + a / 32 * (type == MHA_Q8 ? 34u : 18u), 2);
+        return t + fabs((double)mha_f32_from_f16(h)) * (type == MHA_Q8 ? 0.5 : 1.0 + 1.0 / 256.0);
+    }
+    return t;
+}
+
 /* Whether every position the one-sequence cache holds (e appended) is its
    projected key (RoPE at its position) and value, computed in double from
    the same weights (wk, bk, wv, bv) and the tokens k, v (d_k, d_v each),
-   rounded to the cache's type: within half a unit in the last place of
-   the type (2^-11 relative for f16, 2^-8 for bf16), plus fp32's own error. */
+   stored in the array's type within cached_tolerance. */
 static int cache_rounded_ok(const mha_shape *s, const float *wk, const float *bk, const float *wv, const float *bv,
                             const mha_cache *c, int32_t e, const float *k, const float *v) {
-    const double u = c->type == MHA_F16 ? 1.0 / 2048.0 : 1.0 / 256.0;
     int32_t cap = c->capacity, held = e < cap ? e : cap, j, g, r, a, pk = s->p_k, pv = s->p_v;
     double kp[64], acc, got;
     int ok = 1;
@@ -641,18 +678,100 @@ static int cache_rounded_ok(const mha_shape *s, const float *wk, const float *bk
             }
             if (s->rope_dim) naive_rope(s, kp, (double)pos);
             for (r = 0; r < pk; ++r) {
-                got = cache_elt(c->k, c->type, slot * (size_t)pk + (size_t)r);
-                ok &= fabs(got - kp[r]) <= u * fabs(kp[r]) + 1e-6 * (1.0 + fabs(kp[r]));
+                got = cache_elt(c->k, c->type, (size_t)pk, slot, (size_t)r);
+                ok &= fabs(got - kp[r]) <= cached_tolerance(c->k, c->type, (size_t)pk, slot, (size_t)r, kp[r]);
             }
             for (r = 0; r < pv; ++r) {
                 size_t row = (size_t)(g * pv + r);
                 for (acc = bv ? (double)bv[row] : 0.0, a = 0; a < s->d_v; ++a)
                     acc += (double)wv[row * (size_t)s->d_v + (size_t)a] * v[(size_t)pos * (size_t)s->d_v + (size_t)a];
-                got = cache_elt(c->v, c->type, slot * (size_t)pv + (size_t)r);
-                ok &= fabs(got - acc) <= u * fabs(acc) + 1e-6 * (1.0 + fabs(acc));
+                got = cache_elt(c->v, value_type(c), (size_t)pv, slot, (size_t)r);
+                ok &= fabs(got - acc) <= cached_tolerance(c->v, value_type(c), (size_t)pv, slot, (size_t)r, acc);
             }
         }
     }
+    return ok;
+}
+
+/* The block of type (MHA_Q8, MHA_Q4) that the docs' rule makes of r <= 32
+   floats x, written independently of mha.h (in double: x / d computed in
+   double and rounded to float is the float quotient; rint rounds ties to
+   even): 34 or 18 bytes into blk. */
+static void quantize_ref(unsigned char *blk, int32_t type, const float *x, size_t r) {
+    double big = 0.0, d, y;
+    int bad = 0, q;
+    size_t i;
+    uint16_t h;
+    for (i = 0; i < r; ++i) {
+        if (!isfinite(x[i])) bad = 1;
+        if (fabs((double)x[i]) > fabs(big)) big = (double)x[i];
+    }
+    h = mha_f16_from_f32(type == MHA_Q8 ? (float)(fabs(big) / 127.0) : (float)(big / -8.0));
+    if ((h & 0x7FFF) == 0x7C00) h = (uint16_t)((h & 0x8000) | 0x7BFF);
+    if (bad) h = 0x7E00;
+    memcpy(blk, &h, 2);
+    d = (double)mha_f32_from_f16(h);
+    memset(blk + 2, type == MHA_Q8 ? 0 : 0x88, type == MHA_Q8 ? 32 : 16);
+    for (i = 0; i < r && !bad && d != 0.0; ++i) {
+        y = rint((double)(float)((double)x[i] / d));
+        if (type == MHA_Q8) {
+            q = y > 127.0 ? 127 : y < -127.0 ? -127 : (int)y;
+            blk[2 + i] = (unsigned char)(int8_t)q;
+        } else {
+            q = (y > 7.0 ? 7 : y < -8.0 ? -8 : (int)y) + 8;
+            blk[2 + i % 16] = (unsigned char)(i < 16 ? (blk[2 + i % 16] & 0xF0) | q : (blk[2 + i % 16] & 0x0F) | q << 4);
+        }
+    }
+}
+
+/* Whether each row of the array (rows rows of p, type a block type) holds,
+   byte for byte, quantize_ref of the same row of the float array f. */
+static int blocks_equal(const void *arr, int32_t type, const float *f, size_t p, size_t rows) {
+    unsigned char blk[34];
+    size_t i, b, rb = row_bytes(type, p), bb = type == MHA_Q8 ? 34u : 18u;
+    int ok = 1;
+    for (i = 0; i < rows; ++i)
+        for (b = 0; b * 32 < p; ++b) {
+            quantize_ref(blk, type, f + i * p + b * 32, p - b * 32 < 32 ? p - b * 32 : 32);
+            ok &= memcmp(blk, (const unsigned char *)arr + i * rb + b * bb, bb) == 0;
+        }
+    return ok;
+}
+
+/* Cross-attention (no append) of one query q against the cache c (a block
+   type in k or v, one sequence) and against a float cache that holds the
+   values c's elements read as: the same outputs bit for bit, on the path
+   asked for (the block types' values are exact floats, d q, and each path
+   sums them as it sums floats). Not asked (1) with RoPE or ALiBi, which
+   cross-attention refuses. */
+static int typed_equals_float(const mha_shape *s, const mha_weights *w, mha_cache *c, int path, const float *q,
+                              float *out, void *ws, size_t bytes) {
+    const size_t kvh = (size_t)s->kv_heads, cap = (size_t)c->capacity, pk = (size_t)s->p_k, pv = (size_t)s->p_v;
+    mha_cache f = *c;
+    int32_t len = *c->length;
+    float *fk, *fv, *out2 = tu_floats((size_t)s->p_o, 0.0f);
+    size_t r, a;
+    int ok;
+    if (s->rope_dim || s->alibi) {
+        free(out2);
+        return 1;
+    }
+    fk = tu_floats(kvh * cap * pk, 0.0f);
+    fv = tu_floats(kvh * cap * pv, 0.0f);
+    for (r = 0; r < kvh * cap; ++r) {
+        for (a = 0; a < pk; ++a) fk[r * pk + a] = (float)cache_elt(c->k, c->type, pk, r, a);
+        for (a = 0; a < pv; ++a) fv[r * pv + a] = (float)cache_elt(c->v, value_type(c), pv, r, a);
+    }
+    f.k = fk;
+    f.v = fv;
+    f.type = f.value_type = MHA_F32;
+    f.length = &len;
+    ok = (path ? mha_decode_reference : mha_decode)(s, w, c, 1, 1, q, NULL, NULL, out, ws, bytes) == MHA_OK;
+    ok &= (path ? mha_decode_reference : mha_decode)(s, w, &f, 1, 1, q, NULL, NULL, out2, ws, bytes) == MHA_OK;
+    ok &= memcmp(out, out2, (size_t)s->p_o * sizeof(float)) == 0 && len == *c->length;
+    free(fk);
+    free(fv);
+    free(out2);
     return ok;
 }
 
@@ -684,21 +803,28 @@ static void test_16bit(void) {
 #else
     const int variants = 3;
 #endif
-    int variant, ti, wi, path, all = 1, refused = 1;
+    /* the cache's key and value types (0: the key type's) */
+    static const int32_t types[6][2] = {{MHA_F16, 0}, {MHA_BF16, 0}, {MHA_Q8, 0}, {MHA_Q4, 0}, {MHA_Q8, MHA_Q4},
+                                        {MHA_F32, MHA_Q8}};
+    int variant, ti, wi, path, all = 1, refused = 1, blocks = 1, same = 1;
     const float before = worst_ratio;
     worst_ratio = 0.0f;
     for (variant = 0; variant < variants; ++variant)
-        for (ti = 0; ti < 2; ++ti)
+        for (ti = 0; ti < 6; ++ti)
             for (wi = 0; wi < 2; ++wi)
                 for (path = 0; path < 2; ++path) {
-                    const int32_t type = ti ? MHA_BF16 : MHA_F16, wtype = wi ? type : MHA_F32;
+                    const int32_t type = types[ti][0], vtype = types[ti][1] ? types[ti][1] : type;
+                    const int32_t wtype = !wi ? MHA_F32 : type == MHA_BF16 ? MHA_BF16 : MHA_F16;
+                    const int blocked = type >= MHA_Q8 || vtype >= MHA_Q8;
+                    mha_cache twin; /* a float cache given the same calls: the projections before rounding */
+                    void *twin_store = NULL;
                     mha_shape s = {0};
                     tu_problem p;
                     mha_weight_counts wc;
                     mha_weights w;
                     mha_cache c;
                     uint16_t *w16[4] = {NULL, NULL, NULL, NULL};
-                    int32_t len = 0, pre, steps, cap, e, P, check_from;
+                    int32_t len = 0, twin_len, pre, steps, cap, e, P, check_from;
                     size_t bytes;
                     void *ws, *store;
                     float *q, *k, *v, *out, *want;
@@ -732,10 +858,20 @@ static void test_16bit(void) {
                     c.window = variant == 1 ? 5 : 0;
                     c.keep_first = variant == 1 && wi ? 2 : 0; /* 2 + 5 + 3 - 1 <= 12 */
                     c.type = type;
+                    c.value_type = types[ti][1];
                     c.length = &len;
-                    store = malloc(mha_cache_bytes_typed(&s, 1, cap, type));
+                    store = malloc(mha_cache_array_bytes(&s, 1, cap, type, 0) + mha_cache_array_bytes(&s, 1, cap, vtype, 1));
                     c.k = store;
-                    c.v = (uint16_t *)store + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
+                    c.v = (unsigned char *)store + mha_cache_array_bytes(&s, 1, cap, type, 0);
+                    twin = c;
+                    twin.type = twin.value_type = MHA_F32;
+                    twin.length = &twin_len;
+                    twin_len = 0;
+                    if (blocked) {
+                        twin_store = malloc(mha_cache_bytes(&s, 1, cap));
+                        twin.k = twin_store;
+                        twin.v = (float *)twin_store + (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k;
+                    }
                     q = tu_floats((size_t)(pre + steps) * d, 1.0f);
                     k = tu_floats((size_t)(pre + steps) * d, 1.0f);
                     v = tu_floats((size_t)(pre + steps) * d, 1.0f);
@@ -747,12 +883,17 @@ static void test_16bit(void) {
                     ws = malloc(bytes);
                     if (variant == 3) { /* the long cache: filled by mha_cache_append (no queries), then steps */
                         ok &= mha_cache_append(&s, &w, &c, 1, pre, k, v, ws, bytes) == MHA_OK;
+                        if (blocked) ok &= mha_cache_append(&s, &w, &twin, 1, pre, k, v, ws, bytes) == MHA_OK;
                         e = pre;
                     } else {
                         e = 0;
                     }
                     for (; e < pre + steps; e += e ? 1 : pre) { /* the chunk, then steps */
                         int32_t t = e ? 1 : pre;
+                        if (blocked)
+                            ok &= (path ? mha_decode_reference : mha_decode)(&s, &w, &twin, 1, t, q + (size_t)e * d,
+                                                                              k + (size_t)e * d, v + (size_t)e * d,
+                                                                              out, ws, bytes) == MHA_OK;
                         ok &= (path ? mha_decode_reference : mha_decode)(&s, &w, &c, 1, t, q + (size_t)e * d,
                                                                           k + (size_t)e * d, v + (size_t)e * d,
                                                                           out, ws, bytes) == MHA_OK;
@@ -766,11 +907,26 @@ static void test_16bit(void) {
                     ok &= len == pre + steps;
                     ok &= cache_rounded_ok(&s, (const float *)p.w.w_k, p.w.b_k, (const float *)p.w.w_v, p.w.b_v, &c,
                                            pre + steps, k, v);
-                    ok &= rows_ok(&s, &c, pre + steps, 2);
+                    ok &= rows_ok(&s, &c, pre + steps);
                     if (!ok)
-                        printf("16-bit decode: variant %d, cache type %d, weights type %d, %s path\n", variant,
-                               (int)type, (int)wtype, path ? "reference" : "mha_decode's");
+                        printf("typed cache decode: variant %d, cache types %d/%d, weights type %d, %s path\n",
+                               variant, (int)type, (int)vtype, (int)wtype, path ? "reference" : "mha_decode's");
                     all &= ok;
+                    if (blocked) { /* every block is the docs' rule applied to the float projection */
+                        const size_t held = (size_t)s.kv_heads * (size_t)(pre + steps < cap ? pre + steps : cap);
+                        int b_ok = 1, s_ok;
+                        if (type >= MHA_Q8) b_ok &= blocks_equal(c.k, type, (const float *)twin.k, (size_t)s.p_k, held);
+                        if (vtype >= MHA_Q8) b_ok &= blocks_equal(c.v, vtype, (const float *)twin.v, (size_t)s.p_v, held);
+                        if (!b_ok)
+                            printf("blocks differ from the rule: variant %d, cache types %d/%d, %s path\n", variant,
+                                   (int)type, (int)vtype, path ? "reference" : "mha_decode's");
+                        blocks &= b_ok;
+                        s_ok = typed_equals_float(&s, &w, &c, path, q, out, ws, bytes);
+                        if (!s_ok)
+                            printf("block cache != float cache of its values: variant %d, cache types %d/%d, %s path\n",
+                                   variant, (int)type, (int)vtype, path ? "reference" : "mha_decode's");
+                        same &= s_ok;
+                    }
                     if (variant == 0 && !path) { /* additive scoring: no 16-bit cache */
                         mha_shape sa = s;
                         sa.score = MHA_SCORE_ADDITIVE;
@@ -779,6 +935,7 @@ static void test_16bit(void) {
                     }
                     free(ws);
                     free(store);
+                    free(twin_store);
                     free(q);
                     free(k);
                     free(v);
@@ -790,13 +947,17 @@ static void test_16bit(void) {
                     free(w16[3]);
                     tu_problem_free(&p);
                 }
-    CHECK(all, "f16 and bf16 caches, with float and 16-bit weights (GQA; RoPE and a window over a wrapped ring, "
-               "keep_first 2 with 16-bit weights; "
-               "heads of 16 and 64; a long cache by mha_cache_append), prefill chunk then steps, fast and reference "
-               "paths: every "
-               "output equals the double computation on the same rounded weights and cache, and the cache holds the "
-               "projections rounded to its type, each row where mha_cache_row says");
-    CHECK(refused, "a 16-bit cache with additive scoring: MHA_ERR_SHAPE");
+    CHECK(all, "f16, bf16, q8 and q4 caches, q8 keys with q4 values, float keys with q8 values, with float and "
+               "16-bit weights (GQA; RoPE and a window over a wrapped ring, keep_first 2 with 16-bit weights; "
+               "heads of 16 and 64, p 6, 8, 80 (short blocks); a long cache by mha_cache_append), prefill chunk then "
+               "steps, fast and reference paths: every output equals the double computation on the cache's values, "
+               "and the cache holds the projections rounded or quantized to its types, each row where "
+               "mha_cache_row says");
+    CHECK(blocks, "q8 and q4 caches: every block, byte for byte, the documented quantization (an independent one in "
+                  "the test) of the float cache's row given the same calls");
+    CHECK(same, "q8 and q4 caches: cross-attention gives the same bits as a float cache holding the values the "
+                "blocks read as, on both paths");
+    CHECK(refused, "a 16-bit or block cache with additive scoring: MHA_ERR_SHAPE");
     printf("16-bit weights and caches against the double computation on their values: worst error %.3g of the "
            "tolerance\n", (double)worst_ratio);
     if (before > worst_ratio) worst_ratio = before;
