@@ -4368,19 +4368,38 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
 }
 
 
-/* The scores of four query rows q0..q3 (p_q floats each) against the keys
-   of slots j0 .. j0+cl-1 (rows of p_k at K), times scale, into x[r][j] (row
-   stride DCH): p_k summed in blocks of KC as the GEMMs sum, the four dot
-   products of a key at once (the key's vectors loaded once; 16-bit keys two
-   at a time, sharing the query rows' loads, with the same sums). The keys
-   have element type ct (a constant where it is inlined). */
+/* The scores of nr (1 or 4, a constant where it is inlined) query rows
+   q0..q3 (p_q floats each) against the keys of slots j0 .. j0+cl-1 (rows of
+   p_k at K), times scale, into x[r][j] (row stride DCH): p_k summed in
+   blocks of KC as the GEMMs sum, the dot products of a key with the rows at
+   once (the key's vectors loaded once; keys of a 16-bit or block type two
+   at a time, sharing the query rows' loads; one row: four keys at a time,
+   one reduction for the four), each sum reduced by mha__vhsum4 in the same
+   order, so that a row gets the same bits whichever loop and nr computed
+   it. The keys have element type ct (a constant where it is inlined). */
+#define MHA__DEC_ROWS(nr, X) X(0) if ((nr) > 1) { X(1) X(2) X(3) }
 MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *const *q, const void *K, int ct,
-                                              size_t cl, float *x) {
-    size_t j, p, pe, pp;
+                                              size_t cl, float *x, int nr) {
+    size_t j = 0, p, pe, pp;
     float s4[4], t4[4], u4[4], w4[4];
-    /* 16-bit keys: two at a time (a float cache does not gain: reading two rows side by side
-       slowed its step by a third) */
-    for (j = 0; ct != MHA_F32 && j + 1 < cl && c->pk % MHA__VL == 0 && c->pk <= MHA__KC; j += 2) {
+    const int whole = c->pk % MHA__VL == 0 && c->pk <= MHA__KC; /* one block of KC, no tail */
+    for (; nr == 1 && whole && j + 3 < cl; j += 4) { /* one row: four keys at a time */
+        const void *k0 = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
+        const void *k2 = mha__row(K, ct, c->pk, j + 2), *k3 = mha__row(K, ct, c->pk, j + 3);
+        mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, qv;
+        for (pp = 0; pp < c->pk; pp += MHA__VL) {
+            qv = mha__vload(q[0] + pp);
+            a0 = mha__vfma(qv, mha__vload_t(k0, ct, pp), a0);
+            a1 = mha__vfma(qv, mha__vload_t(k1, ct, pp), a1);
+            a2 = mha__vfma(qv, mha__vload_t(k2, ct, pp), a2);
+            a3 = mha__vfma(qv, mha__vload_t(k3, ct, pp), a3);
+        }
+        mha__vhsum4(a0, a1, a2, a3, u4);
+        for (pp = 0; pp < 4; ++pp) x[j + pp] = c->scale * (0.0f + u4[pp]);
+    }
+    /* 16-bit and block keys: two at a time (a float cache does not gain: reading two rows side by
+       side slowed its step by a third) */
+    for (; nr > 1 && ct != MHA_F32 && whole && j + 1 < cl; j += 2) {
         const void *k = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
         mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, kv, kw, qv;
         for (pp = 0; pp < c->pk; pp += MHA__VL) {
@@ -4408,10 +4427,9 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
             pe = c->pk - p < MHA__KC ? c->pk : p + MHA__KC;
             for (pp = p; pp + MHA__VL <= pe; pp += MHA__VL) {
                 kv = mha__vload_t(k, ct, pp);
-                a0 = mha__vfma(mha__vload(q[0] + pp), kv, a0);
-                a1 = mha__vfma(mha__vload(q[1] + pp), kv, a1);
-                a2 = mha__vfma(mha__vload(q[2] + pp), kv, a2);
-                a3 = mha__vfma(mha__vload(q[3] + pp), kv, a3);
+#define MHA__DEC_FMA1(r) a##r = mha__vfma(mha__vload(q[r] + pp), kv, a##r);
+                MHA__DEC_ROWS(nr, MHA__DEC_FMA1)
+#undef MHA__DEC_FMA1
             }
             mha__vhsum4(a0, a1, a2, a3, t4);
             for (; pp < pe; ++pp) { /* a p_k that is not a multiple of VL */
@@ -4427,33 +4445,38 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
             s4[3] += t4[3];
         }
         x[j] = c->scale * s4[0];
+        if (nr == 1) continue;
         x[MHA__DCH + j] = c->scale * s4[1];
         x[2 * MHA__DCH + j] = c->scale * s4[2];
         x[3 * MHA__DCH + j] = c->scale * s4[3];
     }
 }
 
-/* o[r][a0 .. a0+4VL) for the four rows r: sum_j x[r][j] v_j over slots
-   0 .. cl-1 (rows of p_v at V, a0 + 4 VL <= p_v), in blocks of 32 slots
-   summed from zero and added with compensation (as mha__add_comp, lane by
-   lane), each slot's four vectors loaded once. o rows have stride os. */
+/* o[r][a0 .. a0+4VL) for the nr rows r (1 or 4): sum_j x[r][j] v_j over
+   slots 0 .. cl-1 (rows of p_v at V, a0 + 4 VL <= p_v), in blocks of 32
+   slots summed from zero and added with compensation (as mha__add_comp,
+   lane by lane), each slot's four vectors loaded once. o rows have stride
+   os. */
 #define MHA__DEC_A(X) X(0) X(1) X(2) X(3)
 #define MHA__DEC_ZERO(a) b0##a = b1##a = b2##a = b3##a = mha__vset(0.0f);
 #define MHA__DEC_FMA(a)                                                                                              \
     v = mha__vload_t(vj, ct, a0 + (size_t)(a) * MHA__VL);                                                            \
     b0##a = mha__vfma(w0, v, b0##a);                                                                                 \
-    b1##a = mha__vfma(w1, v, b1##a);                                                                                 \
-    b2##a = mha__vfma(w2, v, b2##a);                                                                                 \
-    b3##a = mha__vfma(w3, v, b3##a);
+    if (nr > 1) {                                                                                                    \
+        b1##a = mha__vfma(w1, v, b1##a);                                                                             \
+        b2##a = mha__vfma(w2, v, b2##a);                                                                             \
+        b3##a = mha__vfma(w3, v, b3##a);                                                                             \
+    }
 #define MHA__DEC_ADD1(r, a)                                                                                          \
     y = mha__vsub(b##r##a, mha__vload(cp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL));                          \
     t = mha__vadd(mha__vload(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL), y);                                \
     mha__vstore(cp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL,                                                  \
                 mha__vsub(mha__vsub(t, mha__vload(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL)), y));         \
     mha__vstore(sp + (size_t)(r) * MHA__V4 + (size_t)(a) * MHA__VL, t);
-#define MHA__DEC_ADD(a) MHA__DEC_ADD1(0, a) MHA__DEC_ADD1(1, a) MHA__DEC_ADD1(2, a) MHA__DEC_ADD1(3, a)
+#define MHA__DEC_ADD(a)                                                                                              \
+    MHA__DEC_ADD1(0, a) if (nr > 1) { MHA__DEC_ADD1(1, a) MHA__DEC_ADD1(2, a) MHA__DEC_ADD1(3, a) }
 MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const void *V, int ct, size_t cl, size_t a0,
-                                               float *o, size_t os) {
+                                               float *o, size_t os, int nr) {
     float sp[4 * MHA__V4], cp[4 * MHA__V4]; /* [row][4 VL]: the sums and their compensation */
     size_t j, jb, r, l;
     mha__v b00, b01, b02, b03, b10, b11, b12, b13, b20, b21, b22, b23, b30, b31, b32, b33, v, y, t;
@@ -4463,13 +4486,17 @@ MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const 
         MHA__DEC_A(MHA__DEC_ZERO)
         for (; j < jb; ++j) {
             const void *vj = mha__row(V, ct, pv, j);
-            mha__v w0 = mha__vset(x[j]), w1 = mha__vset(x[MHA__DCH + j]), w2 = mha__vset(x[2 * MHA__DCH + j]);
-            mha__v w3 = mha__vset(x[3 * MHA__DCH + j]);
+            mha__v w0 = mha__vset(x[j]), w1 = w0, w2 = w0, w3 = w0;
+            if (nr > 1) {
+                w1 = mha__vset(x[MHA__DCH + j]);
+                w2 = mha__vset(x[2 * MHA__DCH + j]);
+                w3 = mha__vset(x[3 * MHA__DCH + j]);
+            }
             MHA__DEC_A(MHA__DEC_FMA)
         }
         MHA__DEC_A(MHA__DEC_ADD)
     }
-    for (r = 0; r < 4; ++r)
+    for (r = 0; r < (size_t)nr; ++r)
         for (l = 0; l < MHA__V4; ++l) o[r * os + l] = sp[r * MHA__V4 + l];
 }
 
@@ -4496,7 +4523,10 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         const float *q[4];
         rb = f->rows - r0 < MHA__DRB ? f->rows - r0 : MHA__DRB;
         for (r = 0; r < 4; ++r) q[r] = f->q + ((b * c->kv + g) * f->rows + r0 + (r < rb ? r : rb - 1)) * c->pq;
-        mha__dec_scores(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st);
+        if (rb == 1) /* one row (no GQA, one new token): its FMAs alone */
+            mha__dec_scores(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st, 1);
+        else
+            mha__dec_scores(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st, 4);
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
@@ -4515,7 +4545,10 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         for (; r < 4; ++r) /* rows past the block: weight 0 */
             for (j = 0; j < cl; ++j) st[r * MHA__DCH + j] = 0.0f;
         for (a = 0; a < whole; a += MHA__V4) {
-            mha__dec_values4(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, a, out4, MHA__V4);
+            if (rb == 1)
+                mha__dec_values4(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, a, out4, MHA__V4, 1);
+            else
+                mha__dec_values4(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, a, out4, MHA__V4, 4);
             for (r = 0; r < rb; ++r)
                 for (l = 0; l < MHA__V4; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * MHA__V4 + l];
         }

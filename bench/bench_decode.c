@@ -261,6 +261,98 @@ static void bench16(const dshape *r, double budget, double bw1) {
     free(kf); free(ch[0]); free(ch[1]); free(pack); free(x); free(ws);
 }
 
+/* ---- block caches ------------------------------------------------------------
+   Shape r's step with f16 weights and the cache as f16, q8, q4 and q8 keys
+   with q4 values, one thread and two, side by side in one loop (each run
+   times every variant in turn). The blocks hold random integers and one
+   scale (the bytes read, not the values, decide the time); bytes per step:
+   the f16 weights and every cached row of the step's type. */
+#define BLK_VARIANTS 4
+static void bench_blocks(const dshape *r, double budget, double bw1, double bw2) {
+    static const int32_t kt[BLK_VARIANTS] = {MHA_F16, MHA_Q8, MHA_Q4, MHA_Q8},
+                         vt[BLK_VARIANTS] = {MHA_F16, MHA_Q8, MHA_Q4, MHA_Q4};
+    const size_t cap = (size_t)r->m + (size_t)r->t, runs_max = 200;
+    mha_shape sh = {0};
+    mha_weight_counts c;
+    mha_weights w = {0};
+    mha_cache cache[BLK_VARIANTS];
+    int32_t len[BLK_VARIANTS];
+    size_t counts[4], k, i, v, th, runs = 0, bytes, step[BLK_VARIANTS], wbytes;
+    uint16_t *wh[4];
+    unsigned char *arr[BLK_VARIANTS][2];
+    float *x, *out;
+    double times[2][BLK_VARIANTS][200], ms[2][BLK_VARIANTS], start;
+    void *ws;
+    shape_and_counts(r, &sh, &c);
+    counts[0] = c.w_q; counts[1] = c.w_k; counts[2] = c.w_v; counts[3] = c.w_o;
+    for (k = 0; k < 4; ++k) {
+        float *f = filled(counts[k], sqrtf(3.0f / (float)(k == 3 ? r->heads * r->p : r->d)));
+        wh[k] = (uint16_t *)alloc(counts[k] * sizeof(uint16_t));
+        for (i = 0; i < counts[k]; ++i) wh[k][i] = mha_f16_from_f32(f[i]);
+        free(f);
+    }
+    mha_weights_f16(&w, wh[0], wh[1], wh[2], wh[3]);
+    wbytes = 2 * (c.w_q + c.w_k + c.w_v + c.w_o);
+    for (v = 0; v < BLK_VARIANTS; ++v) {
+        memset(&cache[v], 0, sizeof cache[v]);
+        cache[v].capacity = (int32_t)cap;
+        cache[v].type = kt[v];
+        cache[v].value_type = vt[v];
+        cache[v].length = &len[v];
+        step[v] = wbytes;
+        for (k = 0; k < 2; ++k) {
+            const int32_t type = k ? vt[v] : kt[v];
+            const size_t n = mha_cache_array_bytes(&sh, 1, (int32_t)cap, type, (int32_t)k);
+            const size_t rb = n / ((size_t)r->kv * cap), bb = type == MHA_Q8 ? 34u : 18u;
+            arr[v][k] = (unsigned char *)alloc(n);
+            for (i = 0; i < n; ++i) arr[v][k][i] = (unsigned char)(rand() & 255);
+            if (type == MHA_F16) /* finite values: f16s of moderate exponent */
+                for (i = 0; i < n / 2; ++i) ((uint16_t *)(void *)arr[v][k])[i] = (uint16_t)(0x3000u + (unsigned)(rand() & 0x0FFF));
+            else /* one moderate scale a block */
+                for (i = 0; i < n; i += bb) ((uint16_t *)(void *)(arr[v][k] + i))[0] = 0x2000u;
+            step[v] += rb * (size_t)r->kv * (size_t)(r->m + r->t);
+        }
+        cache[v].k = arr[v][0];
+        cache[v].v = arr[v][1];
+    }
+    x = filled((size_t)r->t * (size_t)r->d, 1.0f);
+    out = alloc((size_t)r->t * (size_t)r->d * sizeof(float));
+    bytes = mha_decode_workspace_size(&sh, 1, r->t, (int32_t)cap);
+    ws = alloc(bytes);
+    fprintf(stderr, "bench_decode: shape %s: f16, q8, q4, q8/q4 caches, one and two threads...\n", r->name);
+    start = now();
+    while (runs < runs_max && (runs < 3 || now() - start < 4.0 * budget)) {
+        for (v = 0; v < BLK_VARIANTS; ++v)
+            for (th = 0; th < 2; ++th) {
+                double t0 = now();
+                len[v] = r->m;
+                if (mha_decode_parallel(&sh, &w, &cache[v], 1, r->t, x, x, x, out, ws, bytes, th ? two_threads : NULL,
+                                        NULL) != MHA_OK)
+                    exit(1);
+                times[th][v][runs] = now() - t0;
+            }
+        ++runs;
+    }
+    for (th = 0; th < 2; ++th)
+        for (v = 0; v < BLK_VARIANTS; ++v) {
+            qsort(times[th][v], runs, sizeof times[th][v][0], cmp_double);
+            ms[th][v] = 1e3 * times[th][v][runs / 2];
+        }
+    for (th = 0; th < 2; ++th)
+        printf("| %s | %zu | %d | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.0f %% | %.0f %% | %.0f %% |\n", r->name,
+               th + 1, r->m, ms[th][0], ms[th][1], ms[th][2], ms[th][3], ms[th][1] / ms[th][0], ms[th][2] / ms[th][1],
+               100.0 * (double)step[0] / ms[th][0] * 1e-6 / (th ? bw2 : bw1),
+               100.0 * (double)step[1] / ms[th][1] * 1e-6 / (th ? bw2 : bw1),
+               100.0 * (double)step[2] / ms[th][2] * 1e-6 / (th ? bw2 : bw1));
+    fflush(stdout);
+    for (k = 0; k < 4; ++k) free(wh[k]);
+    for (v = 0; v < BLK_VARIANTS; ++v) {
+        free(arr[v][0]);
+        free(arr[v][1]);
+    }
+    free(x); free(out); free(ws);
+}
+
 /* ---- cold caches ----------------------------------------------------------------
    Bytes of the buffer written before each cold step: twice the last-level
    cache that sysfs reports (64 MiB when it reports none), within [64 MiB, 2 GiB]. */
@@ -484,6 +576,14 @@ int main(int argc, char **argv) {
     for (s = 0; s < count; ++s)
         if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
             bench16(&SHAPES[s], budget, bw1);
+    printf("\nblock caches (q8, q4: docs/quantized.md) against an f16 cache, f16 weights, side by side; %% of stream: "
+           "the weights' and the cache's bytes per step over the time, against the streaming read\n");
+    printf("| shape | threads | m | f16 ms | q8 ms | q4 ms | q8 keys, q4 values ms | q8 / f16 | q4 / q8 |"
+           " f16 %% of stream | q8 %% of stream | q4 %% of stream |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (s = 0; s < count; ++s)
+        if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
+            bench_blocks(&SHAPES[s], budget, bw1, bw2);
     {
         const size_t fn = flush_bytes();
         unsigned char *fb = (unsigned char *)alloc(fn);

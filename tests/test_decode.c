@@ -1234,6 +1234,60 @@ static void test_tree(void) {
                                    "caches without RoPE, ALiBi or window)", fwd_runs);
 }
 
+/* Rows four at a time or alone: decoding's kernel takes the query rows of a
+   kv head four at a time, or one alone (one head a kv head, one query);
+   both reduce each sum in the same order. Cross-attention of four queries
+   in one call (four rows a kv head) against four calls of one query each
+   (one row): the same bits, for a float, a q8 and a q4 cache, heads of 64
+   (the one-row kernel's four keys at a time) and of 20 (its one-key loop,
+   with a tail). */
+static void test_rows_alone(void) {
+    static const int32_t types[3] = {MHA_F32, MHA_Q8, MHA_Q4};
+    int ti, hp, ok = 1;
+    for (ti = 0; ti < 3; ++ti)
+        for (hp = 0; hp < 2; ++hp) {
+            mha_shape s = {0};
+            tu_problem p;
+            mha_cache c;
+            int32_t len = 0, t, cap = 150;
+            size_t kb, vb, bytes;
+            void *store, *ws;
+            float *x, *o4, *o1;
+            s.heads = s.kv_heads = 3;
+            s.d_q = s.d_k = s.d_v = 24;
+            s.p_q = s.p_k = s.p_v = hp ? 20 : 64;
+            s.p_o = 10;
+            tu_problem_make(&p, &s, 1, 1, 1, 1);
+            memset(&c, 0, sizeof c);
+            c.capacity = cap;
+            c.type = types[ti];
+            c.length = &len;
+            kb = mha_cache_array_bytes(&s, 1, cap, c.type, 0);
+            vb = mha_cache_array_bytes(&s, 1, cap, c.type, 1);
+            store = malloc(kb + vb);
+            c.k = store;
+            c.v = (unsigned char *)store + kb;
+            x = tu_floats((size_t)cap * 24, 1.0f);
+            o4 = tu_floats(4 * 10, 0.0f);
+            o1 = tu_floats(4 * 10, 0.0f);
+            bytes = mha_decode_workspace_size(&s, 1, cap, cap);
+            ws = malloc(bytes);
+            ok &= mha_cache_append(&s, &p.w, &c, 1, cap - 3, x, x, ws, bytes) == MHA_OK;
+            ok &= mha_decode(&s, &p.w, &c, 1, 4, x, NULL, NULL, o4, ws, bytes) == MHA_OK;
+            for (t = 0; t < 4; ++t)
+                ok &= mha_decode(&s, &p.w, &c, 1, 1, x + t * 24, NULL, NULL, o1 + t * 10, ws, bytes) == MHA_OK;
+            ok &= memcmp(o4, o1, sizeof(float) * 40) == 0 && tu_max_abs(o4, 40) > 0.0f;
+            free(store);
+            free(ws);
+            free(x);
+            free(o4);
+            free(o1);
+            tu_problem_free(&p);
+        }
+    CHECK(ok, "cross-attention of 4 queries in one call equals 4 calls of one query, bit for bit (rows four at a "
+              "time and alone; float, q8 and q4 caches; heads of 64 and 20)");
+}
+
 int main(void) {
     (void)naive_forward; /* naive_ref.h: only its RoPE is used here */
     tu_seed(20261202u);
@@ -1248,6 +1302,7 @@ int main(void) {
     test_non_finite();
     test_tiny_workspace();
     test_16bit();
+    test_rows_alone();
     test_tree();
     printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
            (double)worst_ratio);
