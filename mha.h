@@ -2527,67 +2527,93 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vload16(const uint16_t *p, int type) {
     }
 #endif
 }
-/* A vector from elements idx .. idx+VL-1 of a row of blocks (MHA_Q8,
-   MHA_Q4; VL divides 16, idx is a multiple of VL): its integers widened and
-   converted, times the block's scale (exact: each value is d q). */
-MHA__PRIVATE MHA__INLINE mha__v mha__vload_q(const void *row, int type, size_t idx) {
-    const unsigned char *blk = (const unsigned char *)row + idx / MHA__QB * MHA__BLOCK_BYTES(type);
-    const unsigned char *qs = blk + 2 + (type == MHA_Q8 ? idx % MHA__QB : idx % 16);
-    const uint16_t h = *(const uint16_t *)(const void *)blk;
-    const int sh = type == MHA_Q4 && idx % MHA__QB >= 16 ? 4 : 0; /* the high 4 bits */
+/* Block b of a row of a block type (MHA_Q8, MHA_Q4), ready to give vectors:
+   its integers q, its scale d in every lane and, for MHA_Q4, o = -8 d (so
+   that a value (n - 8) d is one FMA, n d + o, exact as d q is). */
+typedef struct mha__blk {
+    const unsigned char *q;
+    mha__v d, o;
+} mha__blk;
+MHA__PRIVATE MHA__INLINE mha__blk mha__blk_at(const void *row, int type, size_t b) {
+    const unsigned char *p = (const unsigned char *)row + b * MHA__BLOCK_BYTES(type);
+    const uint16_t h = *(const uint16_t *)(const void *)p;
+    mha__blk k;
+    k.q = p + 2;
 #if !MHA_NO_SIMD && defined(__AVX512F__)
-    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)qs);
-    const __m512i i = type == MHA_Q8 ? _mm512_cvtepi8_epi32(b)
-                                     : _mm512_sub_epi32(_mm512_and_si512(_mm512_srl_epi32(_mm512_cvtepu8_epi32(b),
-                                                                                          _mm_cvtsi32_si128(sh)),
-                                                                         _mm512_set1_epi32(15)),
-                                                        _mm512_set1_epi32(8));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(i), _mm512_cvtph_ps(_mm256_set1_epi16((short)h)));
-#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
-    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)qs);
-    const __m256i i = type == MHA_Q8 ? _mm256_cvtepi8_epi32(b)
-                                     : _mm256_sub_epi32(_mm256_and_si256(_mm256_srl_epi32(_mm256_cvtepu8_epi32(b),
-                                                                                          _mm_cvtsi32_si128(sh)),
-                                                                         _mm256_set1_epi32(15)),
-                                                        _mm256_set1_epi32(8));
-#ifdef __F16C__
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_cvtph_ps(_mm_set1_epi16((short)h)));
+    k.d = _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
+#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    k.d = _mm256_cvtph_ps(_mm_set1_epi16((short)h));
 #else
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(mha_f32_from_f16(h)));
+    k.d = mha__vset(mha_f32_from_f16(h));
 #endif
+    k.o = mha__vmul(k.d, mha__vset(-8.0f));
+    return k;
+}
+/* Values j .. j+VL-1 of the block (j a multiple of VL, VL divides 16): the
+   integers widened and converted, times d (and + o). */
+MHA__PRIVATE MHA__INLINE mha__v mha__blk_v(const mha__blk *k, int type, size_t j) {
+    const unsigned char *qs = k->q + (type == MHA_Q8 ? j : j % 16);
+#if !MHA_NO_SIMD && defined(__AVX512F__)
+    __m512i n;
+    if (type == MHA_Q8) return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)qs))), k->d);
+    n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)qs));
+    n = _mm512_and_si512(j >= 16 ? _mm512_srli_epi32(n, 4) : n, _mm512_set1_epi32(15));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(n), k->d, k->o);
+#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
+    __m256i n;
+    if (type == MHA_Q8) return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)qs))), k->d);
+    n = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)qs));
+    n = _mm256_and_si256(j >= 16 ? _mm256_srli_epi32(n, 4) : n, _mm256_set1_epi32(15));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(n), k->d, k->o);
 #elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
     uint32_t w4;
-    int32x4_t i;
+    uint32x4_t n;
     __builtin_memcpy(&w4, qs, 4);
     if (type == MHA_Q8)
-        i = vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w4)))));
-    else
-        i = vsubq_s32(vreinterpretq_s32_u32(vandq_u32(vshlq_u32(vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(
-                                                                 vdup_n_u32(w4))))),
-                                                             vdupq_n_s32(-sh)),
-                                                   vdupq_n_u32(15))),
-                      vdupq_n_s32(8));
-    return vmulq_n_f32(vcvtq_f32_s32(i), vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0));
+        return vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w4)))))), k->d);
+    n = vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w4)))));
+    n = vandq_u32(j >= 16 ? vshrq_n_u32(n, 4) : n, vdupq_n_u32(15));
+    return vfmaq_f32(k->o, vcvtq_f32_u32(n), k->d);
 #elif !MHA_NO_SIMD && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
-    const int32x4_t i = type == MHA_Q8 ? vldrbq_s32((const int8_t *)qs)
-                                       : vsubq_n_s32(vreinterpretq_s32_u32(vandq_u32(vshlq_r_u32(vldrbq_u32(qs), -sh),
-                                                                                     vdupq_n_u32(15))),
-                                                     8);
-    return vmulq_n_f32(vcvtq_f32_s32(i), mha_f32_from_f16(h));
+    uint32x4_t n;
+    if (type == MHA_Q8) return vmulq_f32(vcvtq_f32_s32(vldrbq_s32((const int8_t *)qs)), k->d);
+    n = vldrbq_u32(qs);
+    n = vandq_u32(j >= 16 ? vshrq_n_u32(n, 4) : n, vdupq_n_u32(15));
+    return vfmaq_f32(k->o, vcvtq_f32_u32(n), k->d);
 #else /* the lanes one at a time */
     float v[MHA__VL];
     int l;
-    (void)qs;
-    (void)h;
-    (void)sh;
-    for (l = 0; l < MHA__VL; ++l) v[l] = mha__elt_f32(row, type, idx + (size_t)l);
-    return mha__vload(v);
+    for (l = 0; l < MHA__VL; ++l) {
+        const size_t e = j + (size_t)l;
+        v[l] = type == MHA_Q8 ? (float)((const int8_t *)qs)[l] : (float)(k->q[e % 16] >> (e / 16 * 4) & 15u);
+    }
+    return type == MHA_Q8 ? mha__vmul(mha__vload(v), k->d) : mha__vfma(mha__vload(v), k->d, k->o);
 #endif
+}
+/* A vector from elements idx .. idx+VL-1 of a row of blocks (idx a
+   multiple of VL): the loops that keep a block for its vectors call
+   mha__blk_at and mha__blk_v themselves. */
+MHA__PRIVATE MHA__INLINE mha__v mha__vload_q(const void *row, int type, size_t idx) {
+    const mha__blk k = mha__blk_at(row, type, idx / MHA__QB);
+    return mha__blk_v(&k, type, idx % MHA__QB);
 }
 MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx) {
     if (type >= MHA_Q8) return mha__vload_q(p, type, idx);
     return type ? mha__vload16((const uint16_t *)p + idx, type) : mha__vload((const float *)p + idx);
 }
+/* The kernels' loops over a row of type ct in segments: a block type's
+   blocks of 32 (each block's scale and address computed once, by
+   mha__blk_get at the segment's start pb), any other type's whole row.
+   MHA__KV: the vector at element pp of row k, from its block kb. */
+#define MHA__SEG(ct, p) ((ct) >= MHA_Q8 ? MHA__QB : (p))
+MHA__PRIVATE MHA__INLINE mha__blk mha__blk_get(const void *row, int type, size_t pb) {
+    mha__blk k;
+    if (type >= MHA_Q8) return mha__blk_at(row, type, pb / MHA__QB);
+    k.q = NULL;
+    k.d = k.o = mha__vset(0.0f);
+    return k;
+}
+#define MHA__KV(k, kb, ct, pp, pb) ((ct) >= MHA_Q8 ? mha__blk_v(&(kb), ct, (pp) - (pb)) : mha__vload_t(k, ct, pp))
 
 /* The micro-kernel: c[MR][NR] (row stride ldc) = ((acc ? c : 0) + a b) + bias,
    with a [MR][k] (row stride lda), b one packed panel [k][NR] and bias NULL
@@ -4373,44 +4399,52 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
    p_k at K), times scale, into x[r][j] (row stride DCH): p_k summed in
    blocks of KC as the GEMMs sum, the dot products of a key with the rows at
    once (the key's vectors loaded once; keys of a 16-bit or block type two
-   at a time, sharing the query rows' loads; one row: four keys at a time,
-   one reduction for the four), each sum reduced by mha__vhsum4 in the same
-   order, so that a row gets the same bits whichever loop and nr computed
-   it. The keys have element type ct (a constant where it is inlined). */
+   at a time, sharing the query rows' loads, or with one row four at a time,
+   one reduction for the four; a float cache gains from neither: reading two
+   or four float rows side by side slowed its step by a third), each sum
+   reduced by mha__vhsum4 in the same order, so that a row gets the same
+   bits whichever loop and nr computed it. A block type's scale and address
+   once a block (MHA__SEG). The keys have element type ct (a constant where
+   it is inlined). */
 #define MHA__DEC_ROWS(nr, X) X(0) if ((nr) > 1) { X(1) X(2) X(3) }
 MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *const *q, const void *K, int ct,
                                               size_t cl, float *x, int nr) {
-    size_t j = 0, p, pe, pp;
+    size_t j = 0, p, pe, pp, pb;
     float s4[4], t4[4], u4[4], w4[4];
     const int whole = c->pk % MHA__VL == 0 && c->pk <= MHA__KC; /* one block of KC, no tail */
-    for (; nr == 1 && whole && j + 3 < cl; j += 4) { /* one row: four keys at a time */
+    for (; nr == 1 && ct != MHA_F32 && whole && j + 3 < cl; j += 4) { /* one row: four keys at a time */
         const void *k0 = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
         const void *k2 = mha__row(K, ct, c->pk, j + 2), *k3 = mha__row(K, ct, c->pk, j + 3);
         mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, qv;
-        for (pp = 0; pp < c->pk; pp += MHA__VL) {
-            qv = mha__vload(q[0] + pp);
-            a0 = mha__vfma(qv, mha__vload_t(k0, ct, pp), a0);
-            a1 = mha__vfma(qv, mha__vload_t(k1, ct, pp), a1);
-            a2 = mha__vfma(qv, mha__vload_t(k2, ct, pp), a2);
-            a3 = mha__vfma(qv, mha__vload_t(k3, ct, pp), a3);
+        for (pb = 0; pb < c->pk; pb += MHA__SEG(ct, c->pk)) {
+            const mha__blk b0 = mha__blk_get(k0, ct, pb), b1 = mha__blk_get(k1, ct, pb);
+            const mha__blk b2 = mha__blk_get(k2, ct, pb), b3 = mha__blk_get(k3, ct, pb);
+            for (pp = pb; pp < c->pk && pp < pb + MHA__SEG(ct, c->pk); pp += MHA__VL) {
+                qv = mha__vload(q[0] + pp);
+                a0 = mha__vfma(qv, MHA__KV(k0, b0, ct, pp, pb), a0);
+                a1 = mha__vfma(qv, MHA__KV(k1, b1, ct, pp, pb), a1);
+                a2 = mha__vfma(qv, MHA__KV(k2, b2, ct, pp, pb), a2);
+                a3 = mha__vfma(qv, MHA__KV(k3, b3, ct, pp, pb), a3);
+            }
         }
         mha__vhsum4(a0, a1, a2, a3, u4);
         for (pp = 0; pp < 4; ++pp) x[j + pp] = c->scale * (0.0f + u4[pp]);
     }
-    /* 16-bit and block keys: two at a time (a float cache does not gain: reading two rows side by
-       side slowed its step by a third) */
     for (; nr > 1 && ct != MHA_F32 && whole && j + 1 < cl; j += 2) {
         const void *k = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
         mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, kv, kw, qv;
-        for (pp = 0; pp < c->pk; pp += MHA__VL) {
-            kv = mha__vload_t(k, ct, pp);
-            kw = mha__vload_t(k1, ct, pp);
+        for (pb = 0; pb < c->pk; pb += MHA__SEG(ct, c->pk)) {
+            const mha__blk kb = mha__blk_get(k, ct, pb), kb1 = mha__blk_get(k1, ct, pb);
+            for (pp = pb; pp < c->pk && pp < pb + MHA__SEG(ct, c->pk); pp += MHA__VL) {
+                kv = MHA__KV(k, kb, ct, pp, pb);
+                kw = MHA__KV(k1, kb1, ct, pp, pb);
 #define MHA__DEC_FMA2(r)                                                                                             \
     qv = mha__vload(q[r] + pp);                                                                                      \
     a##r = mha__vfma(qv, kv, a##r);                                                                                  \
     b##r = mha__vfma(qv, kw, b##r);
-            MHA__DEC_FMA2(0) MHA__DEC_FMA2(1) MHA__DEC_FMA2(2) MHA__DEC_FMA2(3)
+                MHA__DEC_FMA2(0) MHA__DEC_FMA2(1) MHA__DEC_FMA2(2) MHA__DEC_FMA2(3)
 #undef MHA__DEC_FMA2
+            }
         }
         mha__vhsum4(a0, a1, a2, a3, u4);
         mha__vhsum4(b0, b1, b2, b3, w4);
@@ -4425,11 +4459,14 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
         for (p = 0; p < c->pk; p = pe) { /* blocks of KC */
             mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, kv;
             pe = c->pk - p < MHA__KC ? c->pk : p + MHA__KC;
-            for (pp = p; pp + MHA__VL <= pe; pp += MHA__VL) {
-                kv = mha__vload_t(k, ct, pp);
+            for (pb = p, pp = p; pp + MHA__VL <= pe; pb += MHA__SEG(ct, c->pk)) {
+                const mha__blk kb = mha__blk_get(k, ct, pb);
+                for (; pp + MHA__VL <= pe && pp < pb + MHA__SEG(ct, c->pk); pp += MHA__VL) {
+                    kv = MHA__KV(k, kb, ct, pp, pb);
 #define MHA__DEC_FMA1(r) a##r = mha__vfma(mha__vload(q[r] + pp), kv, a##r);
-                MHA__DEC_ROWS(nr, MHA__DEC_FMA1)
+                    MHA__DEC_ROWS(nr, MHA__DEC_FMA1)
 #undef MHA__DEC_FMA1
+                }
             }
             mha__vhsum4(a0, a1, a2, a3, t4);
             for (; pp < pe; ++pp) { /* a p_k that is not a multiple of VL */
@@ -4460,7 +4497,8 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
 #define MHA__DEC_A(X) X(0) X(1) X(2) X(3)
 #define MHA__DEC_ZERO(a) b0##a = b1##a = b2##a = b3##a = mha__vset(0.0f);
 #define MHA__DEC_FMA(a)                                                                                              \
-    v = mha__vload_t(vj, ct, a0 + (size_t)(a) * MHA__VL);                                                            \
+    v = a0 % MHA__QB + (size_t)(a) * MHA__VL < MHA__QB ? MHA__KV(vj, bA, ct, a0 + (size_t)(a) * MHA__VL, pA)          \
+                                                       : MHA__KV(vj, bB, ct, a0 + (size_t)(a) * MHA__VL, pA + MHA__QB); \
     b0##a = mha__vfma(w0, v, b0##a);                                                                                 \
     if (nr > 1) {                                                                                                    \
         b1##a = mha__vfma(w1, v, b1##a);                                                                             \
@@ -4478,6 +4516,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
 MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const void *V, int ct, size_t cl, size_t a0,
                                                float *o, size_t os, int nr) {
     float sp[4 * MHA__V4], cp[4 * MHA__V4]; /* [row][4 VL]: the sums and their compensation */
+    const size_t pA = a0 / MHA__QB * MHA__QB; /* the first block's start */
     size_t j, jb, r, l;
     mha__v b00, b01, b02, b03, b10, b11, b12, b13, b20, b21, b22, b23, b30, b31, b32, b33, v, y, t;
     for (l = 0; l < 4 * MHA__V4; ++l) sp[l] = cp[l] = 0.0f;
@@ -4486,6 +4525,8 @@ MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const 
         MHA__DEC_A(MHA__DEC_ZERO)
         for (; j < jb; ++j) {
             const void *vj = mha__row(V, ct, pv, j);
+            /* a block type: the blocks of columns a0 .. a0+4VL-1 (two where 4 VL > 32) */
+            const mha__blk bA = mha__blk_get(vj, ct, pA), bB = MHA__V4 > MHA__QB ? mha__blk_get(vj, ct, pA + MHA__QB) : bA;
             mha__v w0 = mha__vset(x[j]), w1 = w0, w2 = w0, w3 = w0;
             if (nr > 1) {
                 w1 = mha__vset(x[MHA__DCH + j]);

@@ -57,6 +57,7 @@ static const dshape SHAPES[] = {
     {"D1", 8, 8, 512, 64, 1024, 1},
     {"D2", 32, 8, 2048, 64, 4096, 1},
     {"D3", 32, 8, 2048, 64, 32768, 1},
+    {"D4", 16, 16, 2048, 128, 4096, 1}, /* no GQA: one query row a kv head */
     {"P", 32, 8, 2048, 64, 4096, 128},
 };
 
@@ -552,6 +553,16 @@ int main(int argc, char **argv) {
         printf("\na tree of 8 drafts (mha_decode_tree) against one step and a chain of 8 (mha_decode), one thread\n");
         printf("| shape | m | step ms | tree of 8 ms | chain of 8 ms | tree / step | chain / step |\n|---|---|---|---|---|---|---|\n");
         for (s = 0; s < 3; ++s) bench_tree(&SHAPES[s], budget);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[2], "blocks") == 0) { /* the block caches' table alone */
+        printf("\nblock caches (q8, q4: docs/quantized.md) against an f16 cache, f16 weights, side by side; %% of "
+               "stream: the weights' and the cache's bytes per step over the time, against the streaming read\n");
+        printf("| shape | threads | m | f16 ms | q8 ms | q4 ms | q8 keys, q4 values ms | q8 / f16 | q4 / q8 |"
+               " f16 %% of stream | q8 %% of stream | q4 %% of stream |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (s = 0; s < count; ++s)
+            if (SHAPES[s].t == 1) bench_blocks(&SHAPES[s], budget, bw1, bw2);
         return 0;
     }
     if (argc > 2 && strcmp(argv[2], "sweep") == 0) { /* D2's step at cache lengths 256 .. 32768 (bench/peers.py) */
