@@ -1118,29 +1118,29 @@ MHA__PRIVATE int mha__nearest(float y, int lo, int hi) {
    each q the integer nearest to the float x / d, ties to even, clamped to
    the type's range (0 where d is 0). A block with a value that is not
    finite gets d = NaN and every q 0: all its values read as NaN. */
-MHA__PRIVATE void mha__quantize(unsigned char *blk, int type, const float *x, size_t r) {
-    float big = 0.0f, d, y;
+MHA__PRIVATE MHA__NOINLINE void mha__quantize(unsigned char *blk, int type, const float *x, size_t r) {
+    const int q8 = type == MHA_Q8, top = q8 ? 127 : 7;
+    float big = 0.0f, mag = 0.0f, d;
     uint16_t h;
     size_t i;
     int bad = 0, q;
     for (i = 0; i < r; ++i) {
+        const float a = x[i] < 0.0f ? -x[i] : x[i];
         bad |= !(x[i] - x[i] == 0.0f);
-        if ((x[i] < 0.0f ? -x[i] : x[i]) > (big < 0.0f ? -big : big)) big = x[i];
+        if (a > mag) {
+            mag = a;
+            big = x[i];
+        }
     }
-    h = type == MHA_Q8 ? mha_f16_from_f32((big < 0.0f ? -big : big) / 127.0f) : mha_f16_from_f32(big / -8.0f);
+    h = mha_f16_from_f32(q8 ? mag / 127.0f : big / -8.0f);
     if ((h & 0x7FFFu) == 0x7C00u) h = (uint16_t)(h - 1u); /* inf: the largest finite f16 of its sign */
     if (bad) h = 0x7E00u;
     *(uint16_t *)(void *)blk = h;
     d = mha_f32_from_f16(h);
     for (i = 0; i < MHA__QB; ++i) {
-        y = i < r && !bad && d != 0.0f ? x[i] / d : 0.0f;
-        q = mha__nearest(y, type == MHA_Q8 ? -127 : -8, type == MHA_Q8 ? 127 : 7);
-        if (type == MHA_Q8)
-            blk[2 + i] = (unsigned char)(q & 255);
-        else if (i < 16)
-            blk[2 + i] = (unsigned char)(q + 8);
-        else
-            blk[2 + i - 16] = (unsigned char)(blk[2 + i - 16] | (q + 8) << 4);
+        unsigned char *t = blk + 2 + (q8 ? i : i % 16);
+        q = i < r && !bad && d != 0.0f ? mha__nearest(x[i] / d, -top - !q8, top) : 0;
+        *t = (unsigned char)(q8 ? q & 255 : i < 16 ? q + 8 : *t | (q + 8) << 4);
     }
 }
 /* rows rows of p floats x into the rows of type at y: a 16-bit type rounded
@@ -1615,6 +1615,7 @@ MHA__PRIVATE float mha__add_comp(float s, float b, float *comp) {
 MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t ys, size_t n, int skip0) { MHA__DOT(y[i * ys]) }
 #if MHA_NO_EXTRAS
 #define mha__dot_t(x, y, type, ys, n, skip0) mha__dot(x, (const float *)(y), ys, n, skip0)
+#define mha__dot_col(x, v, type, p, a, n, skip0) 0.0f /* no block types */
 #else
 MHA__PRIVATE MHA__NOINLINE float mha__dot16(const float *x, const void *y, int type, size_t ys, size_t n, int skip0) {
     MHA__DOT(mha__elt_f32(y, type, i * ys))
