@@ -1234,6 +1234,70 @@ static void test_tree(void) {
                                    "caches without RoPE, ALiBi or window)", fwd_runs);
 }
 
+/* Block caches at their edges, through identity projections (so that the
+   cached floats are the tokens themselves): values past f16's range (the
+   scale saturates at 65504, the integers at their limits), values too small
+   for a scale (d = 0, every q 0), short blocks (p = 40), and a token with
+   an inf (every projection of it NaN: 0 inf): the block gets the NaN scale
+   and q = 0, mha_decode returns MHA_OK and its output is NaN. Every block
+   compared byte for byte with quantize_ref. */
+static void test_block_edges(void) {
+    static const int32_t types[2] = {MHA_Q8, MHA_Q4};
+    const int32_t P = 40;
+    int ti, ok = 1, nan_ok = 1;
+    for (ti = 0; ti < 2; ++ti) {
+        mha_shape s = {0};
+        mha_weights w = {0};
+        mha_cache c;
+        float *eye = tu_floats((size_t)(P * P), 0.0f), *tok = tu_floats(4 * (size_t)P, 0.0f), out[40];
+        int32_t len = 0, i;
+        size_t kb, bytes;
+        void *store, *ws;
+        s.heads = s.kv_heads = 1;
+        s.d_q = s.d_k = s.d_v = s.p_q = s.p_k = s.p_v = s.p_o = P;
+        for (i = 0; i < P; ++i) eye[i * P + i] = 1.0f;
+        w.w_q = w.w_k = w.w_v = w.w_o = eye;
+        for (i = 0; i < P; ++i) {
+            tok[i] = i == 3 ? 3e9f : (float)(i - 20) * 1e3f;      /* a scale past 65504 */
+            tok[P + i] = (float)(i % 7 - 3) * 1e-12f;             /* a scale below f16's least */
+            tok[2 * P + i] = (float)((i * 37) % 19 - 9) * 0.125f; /* ordinary, ties among them */
+            tok[3 * P + i] = i == 5 ? INFINITY : 1.0f;            /* an inf: NaN after the projection */
+        }
+        memset(&c, 0, sizeof c);
+        c.capacity = 4;
+        c.type = types[ti];
+        c.length = &len;
+        kb = mha_cache_array_bytes(&s, 1, 4, c.type, 0);
+        store = malloc(2 * kb);
+        c.k = store;
+        c.v = (unsigned char *)store + kb;
+        bytes = mha_decode_workspace_size(&s, 1, 3, 4);
+        ws = malloc(bytes);
+        ok &= mha_cache_append(&s, &w, &c, 1, 3, tok, tok, ws, bytes) == MHA_OK;
+        ok &= blocks_equal(c.k, c.type, tok, (size_t)P, 3) && blocks_equal(c.v, c.type, tok, (size_t)P, 3);
+        for (i = 0; i < 2; ++i) { /* the cases are what they say: the scales of the first blocks */
+            uint16_t h;
+            memcpy(&h, mha_cache_row(&s, &c, 1, 0, 0, i, 0), 2);
+            ok &= h == (i ? 0 : c.type == MHA_Q8 ? 0x7BFF : 0xFBFF);
+        }
+        nan_ok &= mha_decode(&s, &w, &c, 1, 1, tok + 3 * P, tok + 3 * P, tok + 3 * P, out, ws, bytes) == MHA_OK;
+        {
+            const unsigned char *row = (const unsigned char *)mha_cache_row(&s, &c, 1, 0, 0, 3, 0);
+            uint16_t h;
+            memcpy(&h, row, 2);
+            nan_ok &= h == 0x7E00 && row[2] == (c.type == MHA_Q8 ? 0 : 0x88) && isnan(out[0]) && isnan(out[P - 1]);
+        }
+        free(store);
+        free(ws);
+        free(eye);
+        free(tok);
+    }
+    CHECK(ok, "q8 and q4 blocks of values past f16's range (scale 65504, integers saturated), too small for a scale "
+              "(0), short blocks (p 40) and ties: byte for byte the documented rule");
+    CHECK(nan_ok, "q8 and q4: a token with an inf is cached as the NaN scale with q = 0; mha_decode returns MHA_OK "
+                  "and a NaN output");
+}
+
 /* Rows four at a time or alone: decoding's kernel takes the query rows of a
    kv head four at a time, or one alone (one head a kv head, one query);
    both reduce each sum in the same order. Cross-attention of four queries
@@ -1303,6 +1367,7 @@ int main(void) {
     test_tiny_workspace();
     test_16bit();
     test_rows_alone();
+    test_block_edges();
     test_tree();
     printf("decode, cross-attention and mha_attend against mha_forward: worst error %.3g of the tolerance\n",
            (double)worst_ratio);
