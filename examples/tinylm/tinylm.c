@@ -4,7 +4,9 @@
    For three prompts, causal and with a sliding window of 32 positions (a ring buffer), checks
    that the 200 characters equal PyTorch's and that every step's logits agree with PyTorch's
    within 1e-4 (1 + max |logit|); prints the text, tokens per second on one thread and the
-   bytes that a step reads. */
+   bytes that a step reads; then the same runs with q8 and q4 caches (docs/quantized.md): how
+   many characters stay PyTorch's, its margin where the first one differs, and the worst logit
+   difference before it. */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
 #include <stdio.h>
@@ -145,6 +147,73 @@ int main(void) {
                same_text ? "the same as" : "DIFFERENT from", TL_GENERATE, worst, worst_step, (double)tl_torch_margin[run]);
         if (st == MHA_OK && same_text) ++passed; else ++failed;
         if (st == MHA_OK && worst <= 1.0) ++passed; else ++failed;
+    }
+    { /* the same runs with block caches (q8, q4): how far their text and logits stay with PyTorch's */
+        static const int32_t types[4][2] = {{MHA_Q8, 0}, {MHA_Q4, 0}, {MHA_F16, MHA_Q8}, {MHA_F16, MHA_Q4}};
+        static const char *const names[4] = {"q8", "q4", "f16 keys, q8 values", "f16 keys, q4 values"};
+        void *qc[TL_LAYERS];
+        float *fk[TL_LAYERS];
+        int ti;
+        for (l = 0; l < TL_LAYERS; ++l) fk[l] = (float *)layers[l].cache.k;
+        for (ti = 0; ti < 4; ++ti) {
+            int ok = 1, same_all = 0;
+            for (l = 0; l < TL_LAYERS; ++l) {
+                const size_t kb = mha_cache_array_bytes(layers[l].shape, 1, capacity, types[ti][0], 0);
+                qc[l] = malloc(kb + mha_cache_array_bytes(layers[l].shape, 1, capacity,
+                                                          types[ti][1] ? types[ti][1] : types[ti][0], 1));
+                if (!qc[l]) return 1;
+                layers[l].cache.k = qc[l];
+                layers[l].cache.v = (unsigned char *)qc[l] + kb;
+                layers[l].cache.type = types[ti][0];
+                layers[l].cache.value_type = types[ti][1];
+            }
+            for (run = 0; run < TL_RUNS; ++run) {
+                const char *prompt = tl_prompt[run];
+                int tok[T_MAX], n = (int)strlen(prompt), step, first = -1, same = 0;
+                float logits[TL_VOCAB];
+                double worst = 0.0, margin = 0.0;
+                mha_status st = MHA_OK;
+                for (i = 0; i < n; ++i) tok[i] = (int)(strchr(tl_vocab, prompt[i]) - tl_vocab);
+                for (l = 0; l < TL_LAYERS; ++l) {
+                    layers[l].length = 0;
+                    layers[l].cache.window = tl_run_window[run];
+                }
+                for (step = 0; step < TL_GENERATE && st == MHA_OK; ++step) {
+                    const float *ref = tl_torch_logits + ((size_t)run * TL_GENERATE + (size_t)step) * TL_VOCAB;
+                    st = step == 0 ? forward(tok, n, logits) : forward(tok, 1, logits);
+                    tok[0] = argmax(logits);
+                    if (first < 0) { /* until the text leaves PyTorch's, the same context as PyTorch's */
+                        float b1 = -1e30f, b2 = -1e30f;
+                        for (i = 0; i < TL_VOCAB; ++i) {
+                            double e = fabs((double)logits[i] - (double)ref[i]);
+                            if (e > worst) worst = e;
+                            if (ref[i] > b1) b2 = b1, b1 = ref[i];
+                            else if (ref[i] > b2) b2 = ref[i];
+                        }
+                        if (tl_vocab[tok[0]] != tl_torch_text[run][step]) first = step, margin = (double)(b1 - b2);
+                    }
+                    same += tl_vocab[tok[0]] == tl_torch_text[run][step];
+                }
+                ok &= st == MHA_OK;
+                same_all += same;
+                if (first < 0)
+                    printf("tinylm, %s cache (%s): the same %d characters as PyTorch's; worst logit difference %.3g\n",
+                           names[ti], tl_run_window[run] ? "window 32" : "causal", TL_GENERATE, worst);
+                else
+                    printf("tinylm, %s cache (%s): %d of %d characters as PyTorch's, the first difference at %d (PyTorch's "
+                           "margin there %.3g); worst logit difference before it %.3g\n",
+                           names[ti], tl_run_window[run] ? "window 32" : "causal", same, TL_GENERATE, first,
+                           margin, worst);
+            }
+            (void)same_all;
+            if (ok) ++passed; else ++failed; /* every step MHA_OK */
+            for (l = 0; l < TL_LAYERS; ++l) free(qc[l]);
+        }
+        for (l = 0; l < TL_LAYERS; ++l) {
+            layers[l].cache.k = fk[l];
+            layers[l].cache.v = fk[l] + (size_t)layers[l].shape->kv_heads * (size_t)capacity * (size_t)layers[l].shape->p_k;
+            layers[l].cache.type = layers[l].cache.value_type = 0;
+        }
     }
     for (run = 0; run < TIMING; ++run) { /* speed: the first prompt, causal, again; the median of TIMING runs */
         const char *prompt = tl_prompt[0];

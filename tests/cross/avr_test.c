@@ -186,7 +186,7 @@ int main(void) {
         for (k = 0; k < 8; ++k) out[k] = 0.0f;
         for (len = 65533; len <= 65535; ++len) {
             int32_t before = len;
-            mha_status want = fz_decode_status(&s, 1, 1, 2, 1, 0, 0, &len, 1, 0, NULL, workspace, sizeof workspace);
+            mha_status want = fz_decode_status(&s, 1, 1, 2, 1, 0, 0, 0, &len, 1, 0, NULL, workspace, sizeof workspace);
             mha_status got = mha_decode(&s, &w2, &kc, 1, 1, attn, attn, attn, attn + 8, workspace,
                                         sizeof workspace);
             check(got == want && (got == MHA_OK ? len == before + 1 : len == before) &&

@@ -102,19 +102,23 @@ static mha_status fuzz_expected_status(const mha_shape *s, int32_t batch, int32_
    2 cache->k, 3 cache->length, 4 queries, 5 out; tree: NULL (mha_decode),
    or mha_decode_tree's parents [batch][t]. */
 static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t, int32_t cap, int32_t window,
-                                   int32_t kept, int32_t type, const int32_t *lens, int kv, int null_which,
-                                   const int32_t *tree, const void *ws, size_t ws_bytes) {
+                                   int32_t kept, int32_t type, int32_t vtype, const int32_t *lens, int kv,
+                                   int null_which, const int32_t *tree, const void *ws, size_t ws_bytes) {
     int32_t kvh = s->kv_heads == 0 ? s->heads : s->kv_heads, b;
     int64_t H = s->heads, pa = s->score == MHA_SCORE_ADDITIVE ? s->p_a : 0;
     fz_u limit = (fz_u)SIZE_MAX, total;
     if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
     if (null_which == 1) return MHA_ERR_NULL;
 #if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS
-    const int type_ok = type == 0;
-#else /* float, f16, bf16; a 16-bit cache with dot scoring only */
-    const int type_ok = type >= 0 && type <= 2 && !(type && s->score == MHA_SCORE_ADDITIVE);
+    const int type_ok = type == 0 && vtype == 0;
+#else /* keys float, f16, bf16, q8 or q4; values 0 (the keys' type) or one of those but float; other than float
+         with dot scoring only */
+    const int type_ok = type >= 0 && type <= 5 && type != 3 && vtype >= 0 && vtype <= 5 && vtype != 3 &&
+                        !((type || vtype) && s->score == MHA_SCORE_ADDITIVE);
 #endif
-    const unsigned esize = type ? 2u : 4u; /* bytes of a cache element */
+    const int32_t vt = vtype ? vtype : type;
+    /* bytes of a cache row of p elements: 4 or 2 a value, or blocks of 32 in 34 (q8) or 18 (q4) bytes */
+#define FZ_ROW(ty, p) ((ty) >= 4 ? ((fz_u)(p) + 31u) / 32u * ((ty) == 4 ? 34u : 18u) : (fz_u)(p) * ((ty) ? 2u : 4u))
 #if defined(MHA_NO_EXTRAS) && MHA_NO_EXTRAS
     const int kept_ok = kept == 0;
 #else /* 0, or 1 .. window - 1 with a window, below the capacity */
@@ -130,9 +134,10 @@ static mha_status fz_decode_status(const mha_shape *s, int32_t batch, int32_t t,
     if (null_which >= 2 || kv >= 2 || (tree && kv != 1)) return MHA_ERR_NULL; /* a tree: keys and values */
     if (fz_bytes3(batch, t, s->d_q) >= limit || (kv && fz_bytes3(batch, t, s->d_k) >= limit) ||
         (kv && fz_bytes3(batch, t, s->d_v) >= limit) || fz_bytes3(batch, t, s->p_o) >= limit ||
-        fz_mul(fz_mul(fz_count3(batch, kvh, cap), (fz_u)s->p_k), esize) >= limit ||
-        fz_mul(fz_mul(fz_count3(batch, kvh, cap), (fz_u)s->p_v), esize) >= limit)
+        fz_mul(fz_count3(batch, kvh, cap), FZ_ROW(type, s->p_k)) >= limit ||
+        fz_mul(fz_count3(batch, kvh, cap), FZ_ROW(vt, s->p_v)) >= limit)
         return MHA_ERR_OVERFLOW;
+#undef FZ_ROW
     /* 4 (h p_q + p_a + capacity + h p_v + h capacity p_a) + 64 + the call state */
     total = fz_add(fz_mul((fz_u)H, (fz_u)s->p_q), fz_add((fz_u)pa, (fz_u)cap));
     total = fz_add(total, fz_add(fz_mul((fz_u)H, (fz_u)s->p_v), fz_mul(fz_mul((fz_u)H, (fz_u)cap), (fz_u)pa)));
