@@ -472,14 +472,18 @@ MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32
    For a cross-attention cache (an encoder's output), or a prompt whose
    queries you do not need. Needs w_k and w_v (biases optional). Returns, in
    this order: MHA_ERR_NULL (shape or w), MHA_ERR_SHAPE (the shape; batch or
-   t < 0; capacity < 1; window < 0; an unknown type, or a 16-bit one with
-   additive scoring; keep_first < 0, or > 0 without a window, >= window or
+   t < 0; capacity < 1; window < 0; an unknown type or value_type, or
+   either not float with additive scoring; keep_first < 0, or > 0 without a window, >= window or
    >= capacity; a window and capacity < keep_first + window + t - 1), MHA_ERR_NULL
    (cache, its arrays, keys, values, w_k, w_v), MHA_ERR_OVERFLOW, MHA_ERR_WORKSPACE (mha_decode_workspace_size() bytes),
    MHA_ERR_MASK (a length < 0, or > capacity without a window),
    MHA_ERR_CAPACITY (without a window length + t > capacity; with one
    length + t > INT32_MAX, or > SIZE_MAX where size_t has 16 bits). On an
-   error nothing is written, the cache and its lengths included. */
+   error nothing is written, the cache and its lengths included. Keys and
+   values are computed in fp32 (projection, bias, RoPE) and then stored in
+   the cache's types: rounded (16-bit) or quantized block by block (MHA_Q8,
+   MHA_Q4: docs/quantized.md; a block with a value that is not finite reads
+   as NaN). A cache of a block type needs k and v aligned for uint16_t. */
 MHADEF mha_status mha_cache_append(const mha_shape *shape, const mha_weights *w, mha_cache *cache, int32_t batch,
                                    int32_t t, const float *keys, const float *values, void *workspace,
                                    size_t workspace_bytes);
@@ -4199,7 +4203,7 @@ typedef struct mha__dec {
     float *scr;               /* [tasks][DRB][DCH]: a block's scores and weights (and then [capacity]:
                                  the scores of a row computed again) */
     float *mc;                /* [batch][kv][p_v]: the merge's compensation */
-    float *stage;             /* [batch][kv][t][p_k + p_v]: a 16-bit cache's new keys and values before
+    float *stage;             /* [batch][kv][t][p_k + p_v]: a typed cache's new keys and values before
                                  they are rounded into it (t = max(n, m)) */
     int kt, vt;               /* the element types of the cache's keys and values */
     int gemv;                 /* 16-bit weights and few rows: the projections read W_q .. W_o as they
@@ -4338,7 +4342,7 @@ MHA__PRIVATE void mha__dec_project(const mha__dec *f, int which, size_t o0, size
 
 /* Task (g, b) of the append step: the t new keys and values of batch entry
    b, kv head g, projected straight into their slots (two runs where the
-   ring wraps), or for a 16-bit cache into the stage, then rounded into
+   ring wraps), or for a typed cache into the stage, then rounded into
    them. */
 MHA__PRIVATE void mha__dec_kv(void *arg, int32_t task) {
     mha__dec *f = (mha__dec *)arg;
@@ -5178,7 +5182,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__append(int status, void *workspace) {
         for (j = 0; j < c->m; ++j) {
             slot = (size_t)cache->length[b] + j;
             if (cache->window) slot = mha__pos_slot(slot, MHA__KEPT(cache), c->ms);
-            for (g = 0; g < c->kv; ++g) { /* a 16-bit cache: k [p_k] in QP, v [p_v] in CAT (free until the
+            for (g = 0; g < c->kv; ++g) { /* a typed cache: k [p_k] in QP, v [p_v] in CAT (free until the
                                              work, and p_q = p_k: dot scoring), then rounded into it */
                 float *k = (float *)c->cache->k + ((b * c->kv + g) * c->ms + slot) * c->pk;
                 float *v = (float *)c->cache->v + ((b * c->kv + g) * c->ms + slot) * c->pv;

@@ -5,7 +5,8 @@
    (mha_cache_append) and one streaming step: a new frame against the 49
    cached (mha_decode, t = 1); then the same in int8 (mha_forward_q8, its
    rescales made before by mha_q8_prepare; mha_cache_append_q8,
-   mha_decode_q8). A call of kws_mark()
+   mha_decode_q8); then the fp32 layer with a q8 block cache (append and
+   step). A call of kws_mark()
    separates them, so the counts are of the library's calls alone. Weights
    and inputs are deterministic made-up values; the statuses and a finite
    result are checked. */
@@ -28,6 +29,8 @@ static float cache_k[H * (N + 1) * P], cache_v[H * (N + 1) * P];
 static unsigned char ws[KWS_WS];
 static int8_t q8w[4][H * P * D], q8x[(N + 1) * D], q8out[N * D], q8cache[2 * H * (N + 1) * P];
 static float q8ws[4][D];
+static uint16_t qcache[2 * H * (N + 1) * 17]; /* q8 blocks: 34 bytes a row of 16 */
+static float outq[D];
 static mha_q8_rescale q8rows[4 * D];
 
 __attribute__((noinline)) void kws_mark(void);
@@ -46,7 +49,7 @@ int main(void) {
     mha_weights w = MHA_INIT;
     mha_cache c = {cache_k, cache_v, NULL, N + 1, 0, 0, 0};
     int32_t length = 0;
-    mha_status st1, st2, st3, st4, st5;
+    mha_status st1, st2, st3, st4, st5, st6;
     mha_q8_weights w8 = MHA_INIT;
     mha_q8_params p8 = MHA_INIT;
     mha_q8_scales sc8;
@@ -100,12 +103,24 @@ int main(void) {
     if (st5 == MHA_OK)
         st5 = mha_decode_q8(&s, &w8, &p8, &c, 1, 1, q8x + N * D, q8x + N * D, q8x + N * D, q8out, ws, dw);
     kws_mark();
-    for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f;
+    /* a q8 block cache (docs/quantized.md; p 16: one short block a row): the 49 frames, then a step */
+    c.k = qcache;
+    c.v = qcache + H * (N + 1) * 17;
+    c.type = MHA_Q8;
+    length = 0;
+    dw = mha_decode_workspace_size(&s, 1, N, N + 1);
+    kws_mark();
+    st6 = mha_cache_append(&s, &w, &c, 1, N, x, x, ws, dw);
+    kws_mark();
+    if (st6 == MHA_OK) st6 = mha_decode(&s, &w, &c, 1, 1, x + N * D, x + N * D, x + N * D, outq, ws, dw);
+    kws_mark();
+    for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f && outq[i] - outq[i] == 0.0f;
     printf("kws: forward %s, append %s, decode %s, length %d, int8 forward %s (out[0] %d), workspace %u bytes "
            "(int8 forward), %u (decode)\n",
            mha_status_string(st1), mha_status_string(st2), mha_status_string(st3), (int)length,
            mha_status_string(st5), q8out[0], (unsigned)fw, (unsigned)dw);
-    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && st5 == MHA_OK && length == N + 1 && finite;
+    printf("kws: q8 cache append and step %s\n", mha_status_string(st6));
+    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && st5 == MHA_OK && st6 == MHA_OK && length == N + 1 && finite;
     printf("%d passed, %d failed\n", i, !i);
     return !i;
 }

@@ -527,15 +527,15 @@ static void fz_decode(fuzz_reader *r, const mha_shape *s, const mha_weights *w, 
     kbytes = (size_t)batch * (size_t)kvh * (size_t)cap * fz_row_bytes(type, (size_t)s->p_k);
     cbytes = kbytes + (size_t)batch * (size_t)kvh * (size_t)cap * fz_row_bytes(vtype ? vtype : type, (size_t)s->p_v);
     q = fz_alloc(nq); k = fz_alloc(nk); v = fz_alloc(nv); out = fz_alloc(no);
-    store = fz_alloc(cbytes / 4 + 1); store2 = fz_alloc(cbytes / 4 + 1);
+    store = fz_alloc(cbytes / 4 + 1); store2 = fz_alloc(cbytes / 4 + 1); /* cbytes or more */
     for (j = 0; j < nq; ++j) q[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nk; ++j) k[j] = fz_value(r, specials, &finite);
     for (j = 0; j < nv; ++j) v[j] = fz_value(r, specials, &finite);
-    memset(store, 0, cbytes + 4); /* a 16-bit cache fills half: the rest defined */
+    memset(store, 0, cbytes); /* a 16-bit cache fills half: the rest defined */
     fz_fill_cache(r, store, type, (size_t)batch * (size_t)kvh * (size_t)cap, (size_t)s->p_k, specials, &finite);
     fz_fill_cache(r, (unsigned char *)store + kbytes, vtype ? vtype : type, (size_t)batch * (size_t)kvh * (size_t)cap,
                   (size_t)s->p_v, specials, &finite);
-    memcpy(store2, store, cbytes + 4);
+    memcpy(store2, store, cbytes);
     memcpy(lens2, lens, ((size_t)batch + 1) * sizeof(int32_t));
     memset(&c, 0, sizeof c);
     c.k = null_which == 2 ? NULL : store;
