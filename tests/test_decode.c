@@ -95,13 +95,20 @@ static void seq_free(seq *q) {
     free(q->want);
 }
 
+/* Bytes of a cache row of p elements of type, by the docs' layout (a block
+   type: ceil(p / 32) blocks of an f16 scale and 32 int8, or 16 bytes). */
+static size_t row_bytes(int32_t type, size_t p) {
+    if (type == MHA_Q8 || type == MHA_Q4) return (p + 31) / 32 * (type == MHA_Q8 ? 34u : 18u);
+    return p * (type ? 2u : 4u);
+}
+static int32_t value_type(const mha_cache *c) { return c->value_type ? c->value_type : c->type; }
+
 /* The cache of sequence b alone, as a batch of one. */
 static mha_cache sub_cache(const mha_shape *s, const mha_cache *c, int32_t b) {
     mha_cache one = *c;
     size_t kv = (size_t)(s->kv_heads ? s->kv_heads : s->heads), cap = (size_t)c->capacity;
-    size_t es = c->type ? 2 : sizeof(float); /* bytes of an element */
-    one.k = (unsigned char *)c->k + (size_t)b * kv * cap * (size_t)s->p_k * es;
-    one.v = (unsigned char *)c->v + (size_t)b * kv * cap * (size_t)s->p_v * es;
+    one.k = (unsigned char *)c->k + (size_t)b * kv * cap * row_bytes(c->type, (size_t)s->p_k);
+    one.v = (unsigned char *)c->v + (size_t)b * kv * cap * row_bytes(c->value_type ? c->value_type : c->type, (size_t)s->p_v);
     one.length = c->length + b;
     return one;
 }
@@ -217,13 +224,6 @@ static int32_t slot_position(int32_t j, int32_t e, int32_t cap, int32_t kept) {
    cache that holds e positions, elements of es bytes: the address of the
    slot that slot_position finds holding it (kv head g's rows), or NULL
    where no slot does. */
-/* Bytes of a cache row of p elements of type, by the docs' layout (a block
-   type: ceil(p / 32) blocks of an f16 scale and 32 int8, or 16 bytes). */
-static size_t row_bytes(int32_t type, size_t p) {
-    if (type == MHA_Q8 || type == MHA_Q4) return (p + 31) / 32 * (type == MHA_Q8 ? 34u : 18u);
-    return p * (type ? 2u : 4u);
-}
-static int32_t value_type(const mha_cache *c) { return c->value_type ? c->value_type : c->type; }
 
 static int rows_ok(const mha_shape *s, const mha_cache *c, int32_t e) {
     int32_t cap = c->capacity, kvh = s->kv_heads ? s->kv_heads : s->heads, P, j, g, which;
@@ -1106,13 +1106,14 @@ static int32_t tree_path(const int32_t *par, int32_t i, int32_t *path) {
 static void test_tree(void) {
     int problem, all = 1, fwd_all = 1, fwd_runs = 0;
     for (problem = 0; problem < 32; ++problem) {
-        const int variant = problem % 4; /* 0 float; 1 float, window, keep_first; 2 f16; 3 bf16, window */
+        const int variant = problem % 4; /* 0 float; 1 float, window, keep_first; 2 f16 or q8; 3 bf16 or q4,
+                                            window */
         mha_shape s = random_shape(problem % 8 == 0 || problem % 8 == 5); /* additive: float caches */
         tu_problem p;
         mha_cache c, o;
         int on = problem % 3 ? tu_extras(&s) : 0;
-        const int32_t type = variant == 2 ? MHA_F16 : variant == 3 ? MHA_BF16 : MHA_F32;
-        const size_t es = type ? 2 : sizeof(float);
+        const int32_t type = variant == 2 ? (problem % 8 < 4 ? MHA_F16 : MHA_Q8)
+                           : variant == 3 ? (problem % 8 < 4 ? MHA_BF16 : MHA_Q4) : MHA_F32;
         int32_t batch = 1 + (int32_t)(tu_next() % 3), t = 1 + (int32_t)(tu_next() % 8), b, i, k, cap, len_max = 0;
         int32_t lens[3], pre[3], par[3 * 8], path[8], olen, plen;
         size_t dq = (size_t)s.d_q, dk = (size_t)s.d_k, dv = (size_t)s.d_v, po = (size_t)s.p_o, bytes, cbytes;
@@ -1149,7 +1150,7 @@ static void test_tree(void) {
         ostore = malloc(cbytes);
         memset(store, 0, cbytes);
         c.k = store;
-        c.v = (unsigned char *)store + (size_t)batch * (size_t)s.kv_heads * (size_t)cap * (size_t)s.p_k * es;
+        c.v = (unsigned char *)store + mha_cache_array_bytes(&s, batch, cap, type, 0);
         c.length = lens;
         bytes = mha_decode_workspace_size(&s, batch, t, cap);
         if (mha_decode_reference_workspace_size(&s, batch, t, cap) > bytes)
@@ -1185,8 +1186,9 @@ static void test_tree(void) {
                 olen = pre[b];
                 o.length = &olen;
                 plen = tree_path(par + b * t, i, path);
-                for (k = 0; k < plen; ++k)
-                    ok &= mha_decode_reference(&s, &p.w, &o, 1, 1, q[b] + (size_t)(pre[b] + path[k]) * dq,
+                for (k = 0; k < plen; ++k) /* (a block cache: the path of the same build, whose projections
+                                               quantize to the same integers as the tree's) */
+                    ok &= (type >= MHA_Q8 ? mha_decode : mha_decode_reference)(&s, &p.w, &o, 1, 1, q[b] + (size_t)(pre[b] + path[k]) * dq,
                                                kk[b] + (size_t)(pre[b] + path[k]) * dk,
                                                vv[b] + (size_t)(pre[b] + path[k]) * dv, one, ws, bytes) == MHA_OK;
                 ok &= close_to(out + ((size_t)b * (size_t)t + (size_t)i) * po, one, po);
@@ -1237,7 +1239,7 @@ static void test_tree(void) {
         free(ws);
         tu_problem_free(&p);
     }
-    CHECK(all, "mha_decode_tree on 32 random problems (float, f16 and bf16 caches, windows over wrapped rings with "
+    CHECK(all, "mha_decode_tree on 32 random problems (float, f16, bf16, q8 and q4 caches, windows over wrapped rings with "
                "kept first positions, ragged batches, RoPE, ALiBi, soft-cap, sinks): each draft equals decoding its "
                "path after the prefix token by token; lengths unchanged");
     CHECK(fwd_all && fwd_runs > 0, "mha_decode_tree equals mha_forward with the tree's keep mask (%d sequences of float "
