@@ -742,8 +742,9 @@ static int blocks_equal(const void *arr, int32_t type, const float *f, size_t p,
    type in k or v, one sequence) and against a float cache that holds the
    values c's elements read as: the same outputs bit for bit, on the path
    asked for (the block types' values are exact floats, d q, and each path
-   sums them as it sums floats). Not asked (1) with RoPE or ALiBi, which
-   cross-attention refuses. */
+   sums them as it sums floats); on the fast path also through a
+   parallel-for that runs the split-KV items in reverse. Not asked (1) with
+   RoPE or ALiBi, which cross-attention refuses. */
 static int typed_equals_float(const mha_shape *s, const mha_weights *w, mha_cache *c, int path, const float *q,
                               float *out, void *ws, size_t bytes) {
     const size_t kvh = (size_t)s->kv_heads, cap = (size_t)c->capacity, pk = (size_t)s->p_k, pv = (size_t)s->p_v;
@@ -769,6 +770,12 @@ static int typed_equals_float(const mha_shape *s, const mha_weights *w, mha_cach
     ok = (path ? mha_decode_reference : mha_decode)(s, w, c, 1, 1, q, NULL, NULL, out, ws, bytes) == MHA_OK;
     ok &= (path ? mha_decode_reference : mha_decode)(s, w, &f, 1, 1, q, NULL, NULL, out2, ws, bytes) == MHA_OK;
     ok &= memcmp(out, out2, (size_t)s->p_o * sizeof(float)) == 0 && len == *c->length;
+#if !defined(TEST_DECODE_SMALL) || !TEST_DECODE_SMALL
+    if (!path) { /* the split-KV items in another order: the same bits */
+        ok &= mha_decode_parallel(s, w, c, 1, 1, q, NULL, NULL, out2, ws, bytes, reverse_for, NULL) == MHA_OK;
+        ok &= memcmp(out, out2, (size_t)s->p_o * sizeof(float)) == 0;
+    }
+#endif
     free(fk);
     free(fv);
     free(out2);
@@ -963,7 +970,7 @@ static void test_16bit(void) {
     CHECK(blocks, "q8 and q4 caches: every block, byte for byte, the documented quantization (an independent one in "
                   "the test) of the float cache's row given the same calls");
     CHECK(same, "q8 and q4 caches: cross-attention gives the same bits as a float cache holding the values the "
-                "blocks read as, on both paths");
+                "blocks read as, on both paths, and (fast path) for a reversed schedule of the split-KV items");
     CHECK(refused, "a 16-bit or block cache with additive scoring: MHA_ERR_SHAPE");
     printf("block caches against a float cache given the same calls, worst |out - out_float| / (1 + |out_float|): "
            "q8 %.2g, q4 %.2g, q8 keys with q4 values %.2g, float keys with q8 values %.2g\n", dist[2], dist[3], dist[4],
