@@ -656,6 +656,11 @@ static void q8_hostile(void) {
         cache.type = MHA_F32;
         Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
         cache.type = MHA_I8;
+        cache.value_type = MHA_Q8; /* int8 keys take no values of another type */
+        Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
+        cache.value_type = MHA_I8; /* (the same as 0) */
+        Q8_DEC(MHA_ERR_WORKSPACE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db - 1);
+        cache.value_type = 0;
         cache.capacity = 0;
         Q8_DEC(MHA_ERR_SHAPE, &s, &w, &p, &cache, 1, 1, q, k, v, out, ws, db);
         cache.capacity = 4;
