@@ -4408,8 +4408,8 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
    one reduction for the four; a float cache gains from neither: reading two
    or four float rows side by side slowed its step by a third), each sum
    reduced by mha__vhsum4 in the same order, so that a row gets the same
-   bits whichever loop and nr computed it (where floats are not kept in
-   wider registers, as x87's are). A block type's scale and address
+   bits whichever loop and nr computed it (where float arithmetic is not
+   evaluated wider: FLT_EVAL_METHOD 0). A block type's scale and address
    once a block (MHA__SEG). The keys have element type ct (a constant where
    it is inlined). */
 #define MHA__DEC_ROWS(nr, X) X(0) if ((nr) > 1) { X(1) X(2) X(3) }

@@ -1323,9 +1323,9 @@ static void test_block_edges(void) {
    in one call (four rows a kv head) against four calls of one query each
    (one row): the same bits, for a float, a q8 and a q4 cache, heads of 64
    (the one-row kernel's four keys at a time) and of 20 (its one-key loop,
-   with a tail). Where float sums are evaluated in wider registers (x87,
-   FLT_EVAL_METHOD 2), the two kernels spill them at different places:
-   there, within the suite's tolerance. */
+   with a tail). Where float arithmetic is evaluated wider (FLT_EVAL_METHOD
+   1 or 2: i386's x87, s390x with gcc in C99), the two kernels round their
+   sums to float at different places: there, within the suite's tolerance. */
 static void test_rows_alone(void) {
     static const int32_t types[3] = {MHA_F32, MHA_Q8, MHA_Q4};
     int ti, hp, ok = 1;
@@ -1363,7 +1363,7 @@ static void test_rows_alone(void) {
                 ok &= mha_decode(&s, &p.w, &c, 1, 1, x + t * 24, NULL, NULL, o1 + t * 10, ws, bytes) == MHA_OK;
 #if FLT_EVAL_METHOD == 0
             ok &= memcmp(o4, o1, sizeof(float) * 40) == 0 && tu_max_abs(o4, 40) > 0.0f;
-#else /* x87 (i386): sums kept in wider registers, spilled where the register allocation says */
+#else /* i386's x87, s390x's gcc in C99: float sums kept wider, rounded where the register allocation says */
             ok &= close_to(o4, o1, 40) && tu_max_abs(o4, 40) > 0.0f;
 #endif
             free(store);
