@@ -1091,17 +1091,23 @@ MHA__PRIVATE MHA__INLINE const void *mha__row(const void *base, int type, size_t
     if (type >= MHA_Q8) return (const unsigned char *)base + row * MHA__BLOCKS(p) * MHA__BLOCK_BYTES(type);
     return mha__elt(base, type, row * p);
 }
-/* Element idx of a row (or of a flat array of a non-block type). */
+/* Element idx of a flat array of f32, f16 or bf16 (the weights' types; the
+   16-bit caches' rows). mha__elt_q: element idx of a row of a block type;
+   mha__elt_v: of a row of any cache type. (Two functions, so that the
+   weights' loops, which inline mha__elt_f32, are the same code as before
+   the block types, and keep the same bits where floats are evaluated
+   wider.) */
 MHA__PRIVATE float mha__elt_f32(const void *p, int type, size_t idx) {
     if (!type) return ((const float *)p)[idx];
-    if (type >= MHA_Q8) {
-        const unsigned char *blk = (const unsigned char *)p + idx / MHA__QB * MHA__BLOCK_BYTES(type);
-        const size_t j = idx % MHA__QB;
-        const int q = type == MHA_Q8 ? ((const int8_t *)(blk + 2))[j] : (int)(blk[2 + j % 16] >> (j / 16 * 4) & 15u) - 8;
-        return mha_f32_from_f16(*(const uint16_t *)(const void *)blk) * (float)q;
-    }
     return type == MHA_F16 ? mha_f32_from_f16(((const uint16_t *)p)[idx]) : mha_f32_from_bf16(((const uint16_t *)p)[idx]);
 }
+MHA__PRIVATE float mha__elt_q(const void *p, int type, size_t idx) {
+    const unsigned char *blk = (const unsigned char *)p + idx / MHA__QB * MHA__BLOCK_BYTES(type);
+    const size_t j = idx % MHA__QB;
+    const int q = type == MHA_Q8 ? ((const int8_t *)(blk + 2))[j] : (int)(blk[2 + j % 16] >> (j / 16 * 4) & 15u) - 8;
+    return mha_f32_from_f16(*(const uint16_t *)(const void *)blk) * (float)q;
+}
+#define mha__elt_v(p, type, idx) ((type) >= MHA_Q8 ? mha__elt_q(p, type, idx) : mha__elt_f32(p, type, idx))
 /* The integer nearest to y (ties to even) within [lo, hi]; y a float (not
    a wider register: the callers pass a stored quotient), NaN gives lo. */
 MHA__PRIVATE int mha__nearest(float y, int lo, int hi) {
@@ -1624,14 +1630,20 @@ MHA__PRIVATE float mha__dot(const float *x, const float *y, size_t ys, size_t n,
 MHA__PRIVATE MHA__NOINLINE float mha__dot16(const float *x, const void *y, int type, size_t ys, size_t n, int skip0) {
     MHA__DOT(mha__elt_f32(y, type, i * ys))
 }
-#define mha__dot_t(x, y, type, ys, n, skip0) \
-    ((type) ? mha__dot16(x, y, type, ys, n, skip0) : mha__dot(x, (const float *)(y), ys, n, skip0))
-/* sum_i x[i] v_i[a] over rows v_i of p elements of a block type (a column
-   of a cache's values), in mha__dot's order. */
+/* A block type: sum_i x[i] y[i] over a row y (ys 1: a key), and sum_i
+   x[i] v_i[a] over rows v_i of p elements (a column of a cache's values),
+   in mha__dot's order. */
+MHA__PRIVATE MHA__NOINLINE float mha__dot_blk(const float *x, const void *y, int type, size_t n, int skip0) {
+    MHA__DOT(mha__elt_q(y, type, i))
+}
 MHA__PRIVATE MHA__NOINLINE float mha__dot_col(const float *x, const void *v, int type, size_t p, size_t a, size_t n,
                                             int skip0) {
-    MHA__DOT(mha__elt_f32(mha__row(v, type, p, i), type, a))
+    MHA__DOT(mha__elt_q(mha__row(v, type, p, i), type, a))
 }
+#define mha__dot_t(x, y, type, ys, n, skip0)                                                                       \
+    ((type) >= MHA_Q8 ? mha__dot_blk(x, y, type, n, skip0)                                                         \
+     : (type)         ? mha__dot16(x, y, type, ys, n, skip0)                                                       \
+                      : mha__dot(x, (const float *)(y), ys, n, skip0))
 #endif
 
 /* The attention rules' weight of a score s in a row whose max is mx: 0 for
@@ -4476,7 +4488,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
             }
             mha__vhsum4(a0, a1, a2, a3, t4);
             for (; pp < pe; ++pp) { /* a p_k that is not a multiple of VL */
-                const float kp = mha__elt_f32(k, ct, pp);
+                const float kp = mha__elt_v(k, ct, pp);
                 t4[0] += q[0][pp] * kp;
                 t4[1] += q[1][pp] * kp;
                 t4[2] += q[2][pp] * kp;
@@ -4610,7 +4622,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
                         const void *vj = mha__row(V, vt, c->pv, j0 + j);
                         mha__v vv;
                         if (lanes < MHA__VL) { /* the row's last columns: no read past it */
-                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_f32(vj, vt, a + l) : 0.0f;
+                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_v(vj, vt, a + l) : 0.0f;
                             vv = mha__vload(buf);
                         } else {
                             vv = mha__vload_t(vj, vt, a);
