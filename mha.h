@@ -990,6 +990,14 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit l
 #define MHA__NOINLINE
 #define MHA__INLINE
 #endif
+/* MHA__INLINE_OPT: inlined where the compiler optimises, one function at
+   -O0 (so that coverage counts a helper's branches once, not in each
+   caller's copy). */
+#if defined(__OPTIMIZE__)
+#define MHA__INLINE_OPT MHA__INLINE
+#else
+#define MHA__INLINE_OPT
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -1087,7 +1095,7 @@ MHA__PRIVATE const void *mha__elt(const void *p, int type, size_t idx) {
     return (const unsigned char *)p + idx * (type ? 2u : 4u);
 }
 /* Row `row` of an array of rows of p elements of type (a cache's). */
-MHA__PRIVATE MHA__INLINE const void *mha__row(const void *base, int type, size_t p, size_t row) {
+MHA__PRIVATE MHA__INLINE_OPT const void *mha__row(const void *base, int type, size_t p, size_t row) {
     if (type >= MHA_Q8) return (const unsigned char *)base + row * MHA__BLOCKS(p) * MHA__BLOCK_BYTES(type);
     return mha__elt(base, type, row * p);
 }
@@ -1601,7 +1609,7 @@ static const mha_weights mha__no_weights = {NULL, NULL, NULL, NULL, NULL, NULL, 
    summation) and gets what this one loses. The compensation is dropped where
    it is not finite, so that an inf or NaN term gives the plain sum's inf or
    NaN. Both paths add their blocks with it. */
-MHA__PRIVATE float mha__add_comp(float s, float b, float *comp) {
+MHA__PRIVATE MHA__INLINE float mha__add_comp(float s, float b, float *comp) {
     float y = b - *comp, t = s + y;
     *comp = (t - s) - y; /* what t lost of y */
     if (!(*comp - *comp == 0.0f)) *comp = 0.0f;
@@ -2061,14 +2069,8 @@ MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap, size_t kept) {
 }
 /* Whether the row sees slot j (the positions [lo, hi), and those of the
    kept slots below hi; a tree's draft only from its descendants), and its
-   position in *pos: the map above. Inlined where the compiler optimises
-   (the kernel's frame), one function at -O0 (so that coverage counts its
-   branches once, not in each set-up's copy). */
-#if defined(__OPTIMIZE__)
-#define MHA__INLINE_OPT MHA__INLINE
-#else
-#define MHA__INLINE_OPT
-#endif
+   position in *pos: the map above (MHA__INLINE_OPT: the kernel's frame
+   where the compiler optimises). */
 MHA__PRIVATE MHA__INLINE_OPT int mha__key_seen(const mha__keys *r, size_t j, size_t *pos) {
     const int kept = j < r->kept; /* a kept slot: its own position */
     size_t p = kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);

@@ -1279,7 +1279,10 @@ static void test_block_edges(void) {
         for (i = 0; i < P; ++i) {
             tok[i] = i == 3 ? 3e9f : (float)(i - 20) * 1e3f;      /* a scale past 65504 */
             tok[P + i] = (float)(i % 7 - 3) * 1e-12f;             /* a scale below f16's least */
-            tok[2 * P + i] = (float)((i * 37) % 19 - 9) * 0.125f; /* ordinary, ties among them */
+            /* ties: the largest value sets d exactly (q8: 127/128 gives 1/128; q4: 127/128 gives
+               -127/1024), then values of (k + 1/2) d for k of both signs, odd and even */
+            tok[2 * P + i] = i == 0 ? 127.0f / 128.0f
+                                    : ((float)(i % 13) - 6.5f) * (types[ti] == MHA_Q8 ? 1.0f / 128.0f : -127.0f / 1024.0f);
             tok[3 * P + i] = i == 5 ? INFINITY : 1.0f;            /* an inf: NaN after the projection */
         }
         memset(&c, 0, sizeof c);
@@ -1312,7 +1315,7 @@ static void test_block_edges(void) {
         free(tok);
     }
     CHECK(ok, "q8 and q4 blocks of values past f16's range (scale 65504, integers saturated), too small for a scale "
-              "(0), short blocks (p 40) and ties: byte for byte the documented rule");
+              "(0), short blocks (p 40) and exact ties of both signs: byte for byte the documented rule");
     CHECK(nan_ok, "q8 and q4: a token with an inf is cached as the NaN scale with q = 0; mha_decode returns MHA_OK "
                   "and a NaN output");
 }
