@@ -108,7 +108,7 @@ static mha_cache sub_cache(const mha_shape *s, const mha_cache *c, int32_t b) {
     mha_cache one = *c;
     size_t kv = (size_t)(s->kv_heads ? s->kv_heads : s->heads), cap = (size_t)c->capacity;
     one.k = (unsigned char *)c->k + (size_t)b * kv * cap * row_bytes(c->type, (size_t)s->p_k);
-    one.v = (unsigned char *)c->v + (size_t)b * kv * cap * row_bytes(c->value_type ? c->value_type : c->type, (size_t)s->p_v);
+    one.v = (unsigned char *)c->v + (size_t)b * kv * cap * row_bytes(value_type(c), (size_t)s->p_v);
     one.length = c->length + b;
     return one;
 }
@@ -221,10 +221,9 @@ static int32_t slot_position(int32_t j, int32_t e, int32_t cap, int32_t kept) {
 }
 
 /* mha_cache_row for every position 0 .. e (and one past) of a one-sequence
-   cache that holds e positions, elements of es bytes: the address of the
+   cache that holds e positions, rows of row_bytes each: the address of the
    slot that slot_position finds holding it (kv head g's rows), or NULL
    where no slot does. */
-
 static int rows_ok(const mha_shape *s, const mha_cache *c, int32_t e) {
     int32_t cap = c->capacity, kvh = s->kv_heads ? s->kv_heads : s->heads, P, j, g, which;
     int32_t *slot_of = (int32_t *)malloc(((size_t)e + 1) * sizeof(int32_t));
