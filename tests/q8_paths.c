@@ -95,7 +95,7 @@ int main(void) {
         dbytes = mha_q8_decode_workspace_size(&s, batch, m, m + 1);
         if (dbytes > 0 && dbytes <= sizeof ws[0] && (size_t)(batch * s.kv_heads * (m + 1) * (s.p_k > s.p_v ? s.p_k : s.p_v)) <=
                                                       sizeof cache[0][0]) {
-            mha_cache c0 = {cache[0][0], cache[0][1], NULL, 0, 0, 0, 0}, c1 = {cache[1][0], cache[1][1], NULL, 0, 0, 0, 0};
+            mha_cache c0 = {cache[0][0], cache[0][1], NULL, 0, 0, 0, 0, 0}, c1 = {cache[1][0], cache[1][1], NULL, 0, 0, 0, 0, 0};
             c0.capacity = c1.capacity = m + 1;
             c0.type = c1.type = MHA_I8;
             c0.length = length[0];

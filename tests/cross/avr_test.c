@@ -87,7 +87,7 @@ int main(void) {
         const ref_case *rc = &ref_cases[c];
         int32_t len = 0, L = rc->n < rc->m ? rc->n : rc->m, po = rc->shape.p_o, t, ty;
         mha_mask causal = {1, 0, NULL, 0, NULL, NULL};
-        mha_cache kc = {NULL, NULL, NULL, 0, 0, 0, 0};
+        mha_cache kc = {NULL, NULL, NULL, 0, 0, 0, 0, 0};
         size_t cb = mha_cache_bytes(&rc->shape, 1, L), bytes = mha_decode_workspace_size(&rc->shape, 1, 1, L);
         float err = 0.0f, mx = 0.0f;
         int ok = cb <= sizeof cache && bytes <= sizeof workspace && L * po <= 16;
@@ -143,7 +143,7 @@ int main(void) {
         mha_weights w2 = {w4, NULL, w4, NULL, w4, NULL, w4, NULL, NULL, NULL, NULL, NULL, NULL, MHA_F32};
         mha_shape s = {0};
         mha_mask vl = {0, 0, lens, 0, NULL, NULL};
-        mha_cache kc = {NULL, NULL, NULL, 0, 0, 0, 0};
+        mha_cache kc = {NULL, NULL, NULL, 0, 0, 0, 0, 0};
         size_t k;
         int32_t batch;
         for (k = 0; k < sizeof big / sizeof big[0]; ++k) {

@@ -47,7 +47,7 @@ static void fill(float *v, int count, uint32_t seed, float scale) {
 int main(void) {
     mha_shape s = MHA_INIT;
     mha_weights w = MHA_INIT;
-    mha_cache c = {cache_k, cache_v, NULL, N + 1, 0, 0, 0};
+    mha_cache c = {cache_k, cache_v, NULL, N + 1, 0, 0, 0, 0};
     int32_t length = 0;
     mha_status st1, st2, st3, st4, st5, st6;
     mha_q8_weights w8 = MHA_INIT;
