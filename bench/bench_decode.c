@@ -354,6 +354,20 @@ static void bench_blocks(const dshape *r, double budget, double bw1, double bw2)
     free(x); free(out); free(ws);
 }
 
+/* The block caches' table: its header, then a row pair for each one-token
+   shape (only: that shape's name alone; NULL: every one). */
+static void blocks_table(const char *only, double budget, double bw1, double bw2) {
+    size_t s;
+    printf("\nblock caches (q8, q4: docs/quantized.md) against an f16 cache, f16 weights, side by side; %% of stream: "
+           "the weights' and the cache's bytes per step over the time, against the streaming read\n");
+    printf("| shape | threads | m | f16 ms | q8 ms | q4 ms | q8 keys, q4 values ms | q8 / f16 | q4 / q8 |"
+           " f16 %% of stream | q8 %% of stream | q4 %% of stream |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; ++s)
+        if (SHAPES[s].t == 1 && (!only || strcmp(only, SHAPES[s].name) == 0))
+            bench_blocks(&SHAPES[s], budget, bw1, bw2);
+}
+
 /* ---- cold caches ----------------------------------------------------------------
    Bytes of the buffer written before each cold step: twice the last-level
    cache that sysfs reports (64 MiB when it reports none), within [64 MiB, 2 GiB]. */
@@ -556,13 +570,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc > 2 && strcmp(argv[2], "blocks") == 0) { /* the block caches' table alone */
-        printf("\nblock caches (q8, q4: docs/quantized.md) against an f16 cache, f16 weights, side by side; %% of "
-               "stream: the weights' and the cache's bytes per step over the time, against the streaming read\n");
-        printf("| shape | threads | m | f16 ms | q8 ms | q4 ms | q8 keys, q4 values ms | q8 / f16 | q4 / q8 |"
-               " f16 %% of stream | q8 %% of stream | q4 %% of stream |\n");
-        printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for (s = 0; s < count; ++s)
-            if (SHAPES[s].t == 1) bench_blocks(&SHAPES[s], budget, bw1, bw2);
+        blocks_table(NULL, budget, bw1, bw2);
         return 0;
     }
     if (argc > 2 && strcmp(argv[2], "sweep") == 0) { /* D2's step at cache lengths 256 .. 32768 (bench/peers.py) */
@@ -587,14 +595,7 @@ int main(int argc, char **argv) {
     for (s = 0; s < count; ++s)
         if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
             bench16(&SHAPES[s], budget, bw1);
-    printf("\nblock caches (q8, q4: docs/quantized.md) against an f16 cache, f16 weights, side by side; %% of stream: "
-           "the weights' and the cache's bytes per step over the time, against the streaming read\n");
-    printf("| shape | threads | m | f16 ms | q8 ms | q4 ms | q8 keys, q4 values ms | q8 / f16 | q4 / q8 |"
-           " f16 %% of stream | q8 %% of stream | q4 %% of stream |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (s = 0; s < count; ++s)
-        if (SHAPES[s].t == 1 && (argc <= 2 || strcmp(argv[2], SHAPES[s].name) == 0 || strcmp(argv[2], "all") == 0))
-            bench_blocks(&SHAPES[s], budget, bw1, bw2);
+    blocks_table(argc > 2 && strcmp(argv[2], "all") != 0 ? argv[2] : NULL, budget, bw1, bw2);
     {
         const size_t fn = flush_bytes();
         unsigned char *fb = (unsigned char *)alloc(fn);

@@ -68,6 +68,19 @@ static int argmax(const float *v) {
     return k;
 }
 
+/* Run `run`'s start: its prompt's tokens into tok (returned: how many) and
+   every layer's cache emptied, with the run's window. */
+static int start_run(int run, int *tok) {
+    const char *prompt = tl_prompt[run];
+    int i, l, n = (int)strlen(prompt);
+    for (i = 0; i < n; ++i) tok[i] = (int)(strchr(tl_vocab, prompt[i]) - tl_vocab);
+    for (l = 0; l < TL_LAYERS; ++l) {
+        layers[l].length = 0;
+        layers[l].cache.window = tl_run_window[run];
+    }
+    return n;
+}
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -109,16 +122,11 @@ int main(void) {
     if (!ws) return 1;
     for (run = 0; run < TL_RUNS; ++run) {
         const char *prompt = tl_prompt[run];
-        int tok[T_MAX], n = (int)strlen(prompt), step, worst_step = 0, same_text = 1;
+        int tok[T_MAX], n = start_run(run, tok), step, worst_step = 0, same_text = 1;
         char text[TL_GENERATE + 1];
         float logits[TL_VOCAB];
         double worst = 0.0;
         mha_status st = MHA_OK;
-        for (i = 0; i < n; ++i) tok[i] = (int)(strchr(tl_vocab, prompt[i]) - tl_vocab);
-        for (l = 0; l < TL_LAYERS; ++l) {
-            layers[l].length = 0;
-            layers[l].cache.window = tl_run_window[run];
-        }
         for (step = 0; step < TL_GENERATE && st == MHA_OK; ++step) {
             const float *ref = tl_torch_logits + ((size_t)run * TL_GENERATE + (size_t)step) * TL_VOCAB;
             float top = 0.0f;
@@ -156,7 +164,7 @@ int main(void) {
         int ti;
         for (l = 0; l < TL_LAYERS; ++l) fk[l] = (float *)layers[l].cache.k;
         for (ti = 0; ti < 4; ++ti) {
-            int ok = 1, same_all = 0;
+            int ok = 1;
             for (l = 0; l < TL_LAYERS; ++l) {
                 const size_t kb = mha_cache_array_bytes(layers[l].shape, 1, capacity, types[ti][0], 0);
                 qc[l] = malloc(kb + mha_cache_array_bytes(layers[l].shape, 1, capacity,
@@ -168,16 +176,10 @@ int main(void) {
                 layers[l].cache.value_type = types[ti][1];
             }
             for (run = 0; run < TL_RUNS; ++run) {
-                const char *prompt = tl_prompt[run];
-                int tok[T_MAX], n = (int)strlen(prompt), step, first = -1, same = 0;
+                int tok[T_MAX], n = start_run(run, tok), step, first = -1, same = 0;
                 float logits[TL_VOCAB];
                 double worst = 0.0, margin = 0.0;
                 mha_status st = MHA_OK;
-                for (i = 0; i < n; ++i) tok[i] = (int)(strchr(tl_vocab, prompt[i]) - tl_vocab);
-                for (l = 0; l < TL_LAYERS; ++l) {
-                    layers[l].length = 0;
-                    layers[l].cache.window = tl_run_window[run];
-                }
                 for (step = 0; step < TL_GENERATE && st == MHA_OK; ++step) {
                     const float *ref = tl_torch_logits + ((size_t)run * TL_GENERATE + (size_t)step) * TL_VOCAB;
                     st = step == 0 ? forward(tok, n, logits) : forward(tok, 1, logits);
@@ -195,7 +197,6 @@ int main(void) {
                     same += tl_vocab[tok[0]] == tl_torch_text[run][step];
                 }
                 ok &= st == MHA_OK;
-                same_all += same;
                 if (first < 0)
                     printf("tinylm, %s cache (%s): the same %d characters as PyTorch's; worst logit difference %.3g\n",
                            names[ti], tl_run_window[run] ? "window 32" : "causal", TL_GENERATE, worst);
@@ -205,7 +206,6 @@ int main(void) {
                            names[ti], tl_run_window[run] ? "window 32" : "causal", same, TL_GENERATE, first,
                            margin, worst);
             }
-            (void)same_all;
             if (ok) ++passed; else ++failed; /* every step MHA_OK */
             for (l = 0; l < TL_LAYERS; ++l) free(qc[l]);
         }
