@@ -143,8 +143,14 @@ $(BUILD):
 # every test program is its own file compiled with the same configuration and linked against
 # that object: test_fast and test_q8 reach the private functions they check (the vector exp and
 # tanh, the integer exp) through tests/test_hooks.h. Only test_mathf (private functions of the
-# call state), test_bf16dot (a configuration of its own) and the examples compile the header
-# themselves.
+# call state), test_bf16dot (a configuration of its own), the contract tests, the quick start and
+# the firmware example compile the header themselves. The other examples and the trained models
+# use only the public API: they are compiled with MHA_IMPLEMENTATION_INCLUDED defined (EXLINK), so
+# that the header gives them its declarations only, as it does to every file of a program but the
+# one that holds the implementation, and are linked against lib (the library's own defaults) or
+# ref. Each is compiled whole, the implementation in it, by make matrix (examples: gcc, clang,
+# tcc, -m32, the options) and make models (the models).
+#   lib       the library's defaults (the fast path on hosted x86-64 and aarch64)
 #   ref       the reference path (MHA_FAST 0)
 #   portable  the fast path's portable vectors; decoding's cache chunks of 256 slots, not
 #             1024, so that the tests' caches of 515 to 647 positions span several chunks
@@ -153,6 +159,7 @@ $(BUILD):
 #   avx512    the fast path for AVX-512 (x86-64), chunks of 256 slots
 #   q8single  the reference path with the int8 path's single rounding (MHA_Q8_SINGLE_ROUNDING 1)
 DCH256 = "-DMHA__DCH=((size_t)256)"
+CFG_lib      = -DTEST_LIBRARY_DEFAULTS
 CFG_ref      =
 CFG_portable = -DMHA_FAST=1 -DMHA_NO_SIMD=1 $(DCH256)
 CFG_fast     = -DMHA_FAST=1 $(FASTMHA) $(F16C)
@@ -247,8 +254,13 @@ $(BUILD)/options_empty: tests/options_empty.c mha.h | $(BUILD)
 $(BUILD)/cpp_tu: tests/cpp_tu.cpp mha.h | $(BUILD)
 	$(CXX) $(OFLAGS) -std=c++11 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror $< -o $@ $(LDLIBS)
 
-# Examples include "mha.h" as a user's program would: -I. finds it.
-$(BUILD)/%: examples/%.c examples/example_util.h examples/encoder_weights.h mha.h | $(BUILD)
+# Examples include "mha.h" as a user's program would: -I. finds it. The quick start and the
+# firmware example hold the implementation (as a one-file program does); the others link it.
+EXLINK = -DMHA_IMPLEMENTATION_INCLUDED
+EXDEP  = examples/example_util.h examples/encoder_weights.h mha.h
+$(BUILD)/%: examples/%.c $(EXDEP) $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(EXFLAGS) $(STRICT) $(EXLINK) -I. $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS) -pthread
+$(BUILD)/quickstart $(BUILD)/firmware_static: $(BUILD)/%: examples/%.c $(EXDEP) | $(BUILD)
 	$(CC) $(EXFLAGS) $(STRICT) -I. $< -o $@ $(LDLIBS) -pthread
 
 # Trained models (examples/digits, examples/tinylm): each C program against the committed headers
@@ -256,30 +268,30 @@ $(BUILD)/%: examples/%.c examples/example_util.h examples/encoder_weights.h mha.
 DIGITS   = examples/digits/digits.c examples/digits/digits_model.h examples/model_util.h mha.h
 TINYLM   = examples/tinylm/tinylm.c examples/tinylm/tinylm_model.h examples/tinylm/tinylm_expected.h \
            examples/model_util.h mha.h
-$(BUILD)/digits: $(DIGITS) | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
-$(BUILD)/digits_ref: $(DIGITS) | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+$(BUILD)/digits: $(DIGITS) $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(MODFLAGS) $(STRICT) $(EXLINK) -I. -Iexamples $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
+$(BUILD)/digits_ref: $(DIGITS) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(MODFLAGS) $(STRICT) -DMHA_FAST=0 $(EXLINK) -I. -Iexamples $< $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
 # the same model with both attention layers in int8: quantised after training by
 # examples/digits/quantize.py (calibrated on the training images; numpy), then run by mha_forward_q8
 $(BUILD)/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
 	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@
-$(BUILD)/digits_q8: $(DIGITS) $(BUILD)/digits_q8.h | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD) $< -o $@ $(LDLIBS)
+$(BUILD)/digits_q8: $(DIGITS) $(BUILD)/digits_q8.h $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 $(EXLINK) -I. -Iexamples -I$(BUILD) $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
 # and calibrated by percentiles (0.01 and 99.99) instead of min/max
 $(BUILD)/pct/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
 	@mkdir -p $(BUILD)/pct
 	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@ --percentile=99.99
-$(BUILD)/digits_q8p: $(DIGITS) $(BUILD)/pct/digits_q8.h | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 -I. -Iexamples -I$(BUILD)/pct $< -o $@ $(LDLIBS)
-$(BUILD)/tinylm: $(TINYLM) | $(BUILD)
-	$(CC) $(TLMFLAGS) $(STRICT) -I. -Iexamples $< -o $@ $(LDLIBS)
-$(BUILD)/tinylm_ref: $(TINYLM) | $(BUILD)
-	$(CC) $(TLMFLAGS) $(STRICT) -DMHA_FAST=0 -I. -Iexamples $< -o $@ $(LDLIBS)
+$(BUILD)/digits_q8p: $(DIGITS) $(BUILD)/pct/digits_q8.h $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 $(EXLINK) -I. -Iexamples -I$(BUILD)/pct $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
+$(BUILD)/tinylm: $(TINYLM) $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(TLMFLAGS) $(STRICT) $(EXLINK) -I. -Iexamples $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
+$(BUILD)/tinylm_ref: $(TINYLM) $(BUILD)/impl_ref.o | $(BUILD)
+	$(CC) $(TLMFLAGS) $(STRICT) -DMHA_FAST=0 $(EXLINK) -I. -Iexamples $< $(BUILD)/impl_ref.o -o $@ $(LDLIBS)
 # examples/train: an attention layer trained in C (mha_backward, SGD), its loss curve against
 # PyTorch's (examples/train/torch_curve.h, written by examples/train/train_torch.py)
-$(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h | $(BUILD)
-	$(CC) $(MODFLAGS) $(STRICT) -I. -Iexamples/train $< -o $@ $(LDLIBS)
+$(BUILD)/train: examples/train/train.c examples/train/torch_curve.h mha.h $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(MODFLAGS) $(STRICT) $(EXLINK) -I. -Iexamples/train $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
 
 # make models: both models trained again from scratch (seeded; needs python3-torch and
 # python3-sklearn) into $(BUILD)/models, and each C program built against the new headers and

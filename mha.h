@@ -976,11 +976,19 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit l
    mha__enter's frame, which holds the call state, must end before
    mha__compute runs. */
 /* MHA__INLINE folds a small helper into its callers (their frames then hold
-   its registers, and no frame of its own nests below them). */
+   its registers, and no frame of its own nests below them) where the
+   compiler optimises; at -O0 it is one function (a build for a debugger
+   compiles in a quarter of the time and steps through each helper once,
+   and coverage counts a helper's branches once, not in each caller's
+   copy). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MHA__PRIVATE static __attribute__((unused))
 #define MHA__NOINLINE __attribute__((noinline))
+#if defined(__OPTIMIZE__)
 #define MHA__INLINE __inline__ __attribute__((always_inline))
+#else
+#define MHA__INLINE
+#endif
 #elif defined(_MSC_VER)
 #define MHA__PRIVATE static
 #define MHA__NOINLINE __declspec(noinline)
@@ -989,14 +997,6 @@ typedef uint32_t __attribute__((may_alias, aligned(1))) mha__u32a; /* a 32-bit l
 #define MHA__PRIVATE static
 #define MHA__NOINLINE
 #define MHA__INLINE
-#endif
-/* MHA__INLINE_OPT: inlined where the compiler optimises, one function at
-   -O0 (so that coverage counts a helper's branches once, not in each
-   caller's copy). */
-#if defined(__OPTIMIZE__)
-#define MHA__INLINE_OPT MHA__INLINE
-#else
-#define MHA__INLINE_OPT
 #endif
 
 #ifdef __cplusplus
@@ -1095,7 +1095,7 @@ MHA__PRIVATE const void *mha__elt(const void *p, int type, size_t idx) {
     return (const unsigned char *)p + idx * (type ? 2u : 4u);
 }
 /* Row `row` of an array of rows of p elements of type (a cache's). */
-MHA__PRIVATE MHA__INLINE_OPT const void *mha__row(const void *base, int type, size_t p, size_t row) {
+MHA__PRIVATE MHA__INLINE const void *mha__row(const void *base, int type, size_t p, size_t row) {
     if (type >= MHA_Q8) return (const unsigned char *)base + row * MHA__BLOCKS(p) * MHA__BLOCK_BYTES(type);
     return mha__elt(base, type, row * p);
 }
@@ -2069,9 +2069,9 @@ MHA__PRIVATE void mha__ring(mha__keys *r, size_t e, size_t cap, size_t kept) {
 }
 /* Whether the row sees slot j (the positions [lo, hi), and those of the
    kept slots below hi; a tree's draft only from its descendants), and its
-   position in *pos: the map above (MHA__INLINE_OPT: the kernel's frame
+   position in *pos: the map above (MHA__INLINE: the kernel's frame
    where the compiler optimises). */
-MHA__PRIVATE MHA__INLINE_OPT int mha__key_seen(const mha__keys *r, size_t j, size_t *pos) {
+MHA__PRIVATE MHA__INLINE int mha__key_seen(const mha__keys *r, size_t j, size_t *pos) {
     const int kept = j < r->kept; /* a kept slot: its own position */
     size_t p = kept ? j : r->base + j + (j < r->s0 ? r->cap : 0);
     if (!MHA_NO_EXTRAS && r->par && p >= r->tree0) /* a draft: at its depth, or not seen (hi) */
@@ -2923,19 +2923,33 @@ MHA__PRIVATE float mha__tm_ftz(float x) { /* a subnormal to a zero of its sign *
 /* tmm c += tmm a . tmm b: for each row m, pair k, column n, the products of the pair's even and then
    its odd halves each added to the float (fused: one rounding each) */
 MHA__PRIVATE void mha__tm_dp(int c, int a, int b) {
+    float fa[16][32], fb[16][2][16]; /* tiles a and b as floats, read once: fb[k][h][n] = b's pair (k, n), half h */
+    const __m512i expo = _mm512_set1_epi32(0x7f800000), sign = _mm512_set1_epi32((int)0x80000000u);
     size_t m, k, n, h, bt;
     for (m = 0; m < 16; ++m)
-        for (n = 0; n < 16; ++n) {
-            float acc = mha__tm_ftz(mha__tm_word(c, m, n));
-            uint32_t u;
-            for (k = 0; k < 16; ++k)
-                for (h = 0; h < 2; ++h)
-                    acc = mha__tm_ftz(_mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(mha__tm_bf(a, m, 2 * k + h)),
-                                                                 _mm_set_ss(mha__tm_bf(b, k, 2 * n + h)),
-                                                                 _mm_set_ss(acc))));
-            u = mha__bits(acc);
-            for (bt = 0; bt < 4; ++bt) mha__tm[c][m][4 * n + bt] = (unsigned char)(u >> (8 * bt));
+        for (k = 0; k < 32; ++k) {
+            fa[m][k] = mha__tm_bf(a, m, k);
+            fb[m][k & 1][k >> 1] = mha__tm_bf(b, m, k);
         }
+    for (m = 0; m < 16; ++m) {
+        float acc[16];
+        __m512 v;
+        __m512i u;
+        for (n = 0; n < 16; ++n) acc[n] = mha__tm_ftz(mha__tm_word(c, m, n));
+        v = _mm512_loadu_ps(acc);
+        for (k = 0; k < 16; ++k) /* the 16 columns side by side, each by the scalar rule above */
+            for (h = 0; h < 2; ++h) {
+                v = _mm512_fmadd_ps(_mm512_set1_ps(fa[m][2 * k + h]), _mm512_loadu_ps(fb[k][h]), v);
+                u = _mm512_castps_si512(v); /* subnormals to zeros of their signs */
+                v = _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_and_si512(u, sign),
+                                                              _mm512_test_epi32_mask(u, expo), u));
+            }
+        _mm512_storeu_ps(acc, v);
+        for (n = 0; n < 16; ++n) {
+            const uint32_t w = mha__bits(acc[n]);
+            for (bt = 0; bt < 4; ++bt) mha__tm[c][m][4 * n + bt] = (unsigned char)(w >> (8 * bt));
+        }
+    }
 }
 /* the operations: the model (tm) or the instructions, tile numbers constant */
 #define MHA__T_LOAD(tm, t, p, stride)                                                                            \
