@@ -774,7 +774,8 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
                             its micro-kernels, packing, the forward's stages (mha__fast_project,
                             mha__fast_attend: query tiles against key blocks, online softmax,
                             mha__fast_output)
-     fast decoding          split-KV items over the cache (mha__dec_item_t), their merge
+     fast decoding          split-KV items over the cache (mha__dec_item; its leaves by element
+                            type mha__dec_keys, mha__dec_vals), their merge
      the door               mha__check, mha__enter / mha__enter_cache (the validation pass),
                             the reference stages' passes, the dispatcher mha__stages,
                             mha__compute / mha__compute_cache
@@ -2906,49 +2907,31 @@ MHA__PRIVATE void mha__tm_store(int t, void *p, size_t stride) {
     for (r = 0; r < 16; ++r)
         for (j = 0; j < 64; ++j) ((unsigned char *)p)[r * stride + j] = mha__tm[t][r][j];
 }
-MHA__PRIVATE float mha__tm_word(int t, size_t r, size_t w) { /* word w of row r as a float */
-    uint32_t u = 0;
-    size_t b;
-    for (b = 0; b < 4; ++b) u |= (uint32_t)mha__tm[t][r][4 * w + b] << (8 * b);
-    return mha__from_bits(u);
-}
-MHA__PRIVATE float mha__tm_bf(int t, size_t r, size_t h) { /* bf16 h of row r, subnormals 0 */
-    uint32_t u = (uint32_t)mha__tm[t][r][2 * h] << 16 | (uint32_t)mha__tm[t][r][2 * h + 1] << 24;
-    return mha__from_bits((u & 0x7f800000u) ? u : u & 0x80000000u);
-}
-MHA__PRIVATE float mha__tm_ftz(float x) { /* a subnormal to a zero of its sign */
-    const uint32_t u = mha__bits(x);
-    return mha__from_bits((u & 0x7f800000u) ? u : u & 0x80000000u);
-}
 /* tmm c += tmm a . tmm b: for each row m, pair k, column n, the products of the pair's even and then
    its odd halves each added to the float (fused: one rounding each) */
+MHA__PRIVATE __m512 mha__tm_ftz16(__m512i u) { /* 16 floats, subnormals to zeros of their signs */
+    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)),
+                                                     _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u));
+}
 MHA__PRIVATE void mha__tm_dp(int c, int a, int b) {
-    float fa[16][32], fb[16][2][16]; /* tiles a and b as floats, read once: fb[k][h][n] = b's pair (k, n), half h */
-    const __m512i expo = _mm512_set1_epi32(0x7f800000), sign = _mm512_set1_epi32((int)0x80000000u);
-    size_t m, k, n, h, bt;
-    for (m = 0; m < 16; ++m)
-        for (k = 0; k < 32; ++k) {
-            fa[m][k] = mha__tm_bf(a, m, k);
-            fb[m][k & 1][k >> 1] = mha__tm_bf(b, m, k);
-        }
-    for (m = 0; m < 16; ++m) {
-        float acc[16];
-        __m512 v;
-        __m512i u;
-        for (n = 0; n < 16; ++n) acc[n] = mha__tm_ftz(mha__tm_word(c, m, n));
-        v = _mm512_loadu_ps(acc);
-        for (k = 0; k < 16; ++k) /* the 16 columns side by side, each by the scalar rule above */
-            for (h = 0; h < 2; ++h) {
-                v = _mm512_fmadd_ps(_mm512_set1_ps(fa[m][2 * k + h]), _mm512_loadu_ps(fb[k][h]), v);
-                u = _mm512_castps_si512(v); /* subnormals to zeros of their signs */
-                v = _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_and_si512(u, sign),
-                                                              _mm512_test_epi32_mask(u, expo), u));
-            }
-        _mm512_storeu_ps(acc, v);
-        for (n = 0; n < 16; ++n) {
-            const uint32_t w = mha__bits(acc[n]);
-            for (bt = 0; bt < 4; ++bt) mha__tm[c][m][4 * n + bt] = (unsigned char)(w >> (8 * bt));
-        }
+    /* rows of a and b as floats, read once: [row][half h][pair k] = the row's bf16 2k + h */
+    float fa[16][2][16], fb[16][2][16];
+    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+    size_t m, k, h;
+    for (m = 0; m < 16; ++m) { /* (the tiles' bytes in x86's order: a word's low half first) */
+        const __m512i wa = _mm512_loadu_si512(mha__tm[a][m]), wb = _mm512_loadu_si512(mha__tm[b][m]);
+        _mm512_storeu_ps(fa[m][0], mha__tm_ftz16(_mm512_slli_epi32(wa, 16)));
+        _mm512_storeu_ps(fa[m][1], mha__tm_ftz16(_mm512_and_si512(wa, high)));
+        _mm512_storeu_ps(fb[m][0], mha__tm_ftz16(_mm512_slli_epi32(wb, 16)));
+        _mm512_storeu_ps(fb[m][1], mha__tm_ftz16(_mm512_and_si512(wb, high)));
+    }
+    for (m = 0; m < 16; ++m) { /* row m of c: its 16 columns side by side, each by the rule above */
+        __m512 v = mha__tm_ftz16(_mm512_loadu_si512(mha__tm[c][m]));
+        for (k = 0; k < 16; ++k)
+            for (h = 0; h < 2; ++h)
+                v = mha__tm_ftz16(_mm512_castps_si512(
+                    _mm512_fmadd_ps(_mm512_set1_ps(fa[m][h][k]), _mm512_loadu_ps(fb[k][h]), v)));
+        _mm512_storeu_si512(mha__tm[c][m], _mm512_castps_si512(v));
     }
 }
 /* the operations: the model (tm) or the instructions, tile numbers constant */
@@ -3846,12 +3829,12 @@ MHA__PRIVATE void mha__fast_ring_rules(const mha__ctx *c, float *x, size_t j0, s
 MHA__PRIVATE void mha__dec_tree(const mha__ctx *c, float *x, const float *q, const void *K, int ct, size_t j0,
                                 size_t cl, size_t b, size_t row, size_t lo, float slope) {
     const int32_t *par = MHA__PARENTS(c, b);
-    const size_t len = (size_t)c->cache->length[b], depth = mha__depth(par, row);
+    const size_t len = (size_t)c->cache->length[b], depth = mha__depth(par, row), kept = MHA__KEPT(c->cache);
     size_t d, slot, pos;
     for (d = 0; d <= row; ++d) {
-        slot = c->cache->window ? mha__pos_slot(len + d, MHA__KEPT(c->cache), c->ms) : len + d;
+        slot = c->cache->window ? mha__pos_slot(len + d, kept, c->ms) : len + d;
         pos = len + mha__depth(par, d);
-        if (slot < j0 || slot - j0 >= cl || !mha__ancestor(par, d, row) || (pos < lo && pos >= MHA__KEPT(c->cache)))
+        if (slot < j0 || slot - j0 >= cl || !mha__ancestor(par, d, row) || (pos < lo && pos >= kept))
             continue;
         x[slot - j0] = mha__extras(c, c->scale * mha__dot_t(q, mha__row(K, ct, c->pk, slot), ct, 1, c->pk, 0), slope,
                                    (int64_t)(depth - mha__depth(par, d)));
@@ -4575,33 +4558,110 @@ MHA__PRIVATE MHA__INLINE void mha__dec_values4(size_t pv, const float *x, const 
         for (l = 0; l < MHA__V4; ++l) o[r * os + l] = sp[r * MHA__V4 + l];
 }
 
+/* The element-type leaves of a split-KV item, one copy a type (the type a
+   constant in it): mha__dec_keys, the scores st[r * MHA__DCH + j] of the
+   rows q[0 .. nr) against the chunk's cl keys K of type kt (mha__dec_scores;
+   nr 1: one row, no GQA and one new token, its FMAs alone); mha__dec_vals,
+   the weighted sums of the chunk's values V of type vt by st into rows 0 ..
+   rb of res (rows of pvs): p_v in groups of 4 VL (mha__dec_values4), the
+   columns past the last whole group one vector at a time, from a copy. */
+MHA__PRIVATE MHA__INLINE void mha__dec_keys_t(const mha__ctx *c, const float *const *q, const void *K, int kt, size_t cl,
+                                              float *st, size_t nr) {
+    if (nr == 1)
+        mha__dec_scores(c, q, K, kt, cl, st, 1);
+    else
+        mha__dec_scores(c, q, K, kt, cl, st, 4);
+}
+MHA__PRIVATE void mha__dec_keys(const mha__ctx *c, const float *const *q, const void *K, int kt, size_t cl, float *st,
+                                size_t nr) {
+    if (MHA_NO_EXTRAS || kt == MHA_F32)
+        mha__dec_keys_t(c, q, K, MHA_F32, cl, st, nr);
+    else if (kt == MHA_F16)
+        mha__dec_keys_t(c, q, K, MHA_F16, cl, st, nr);
+    else if (kt == MHA_BF16)
+        mha__dec_keys_t(c, q, K, MHA_BF16, cl, st, nr);
+    else if (kt == MHA_Q8)
+        mha__dec_keys_t(c, q, K, MHA_Q8, cl, st, nr);
+    else
+        mha__dec_keys_t(c, q, K, MHA_Q4, cl, st, nr);
+}
+MHA__PRIVATE MHA__INLINE void mha__dec_vals_t(size_t pv, const float *st, const void *V, int vt, size_t cl, float *res,
+                                              size_t pvs, size_t rb) {
+    float out4[4 * MHA__V4];
+    const size_t whole = pv / (MHA__V4) * (MHA__V4);
+    size_t a, r, l, j, jb;
+    for (a = 0; a < whole; a += MHA__V4) {
+        if (rb == 1)
+            mha__dec_values4(pv, st, V, vt, cl, a, out4, MHA__V4, 1);
+        else
+            mha__dec_values4(pv, st, V, vt, cl, a, out4, MHA__V4, 4);
+        for (r = 0; r < rb; ++r)
+            for (l = 0; l < MHA__V4; ++l) res[r * pvs + a + l] = out4[r * MHA__V4 + l];
+    }
+    for (a = whole; a < pv; a += MHA__VL) { /* the rest, a vector (or less) at a time */
+        const size_t lanes = pv - a < MHA__VL ? pv - a : MHA__VL;
+        for (r = 0; r < rb; ++r) {
+            mha__v sum = mha__vset(0.0f), comp = sum, blk, y, t;
+            float buf[MHA__VL];
+            for (j = 0; j < cl; j = jb) {
+                jb = cl - j < 32 ? cl : j + 32;
+                for (blk = mha__vset(0.0f); j < jb; ++j) {
+                    const void *vj = mha__row(V, vt, pv, j);
+                    mha__v vv;
+                    if (lanes < MHA__VL) { /* the row's last columns: no read past it */
+                        for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_v(vj, vt, a + l) : 0.0f;
+                        vv = mha__vload(buf);
+                    } else {
+                        vv = mha__vload_t(vj, vt, a);
+                    }
+                    blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), vv, blk);
+                }
+                y = mha__vsub(blk, comp);
+                t = mha__vadd(sum, y);
+                comp = mha__vsub(mha__vsub(t, sum), y);
+                sum = t;
+            }
+            mha__vstore(buf, sum);
+            for (l = 0; l < lanes; ++l) res[r * pvs + a + l] = buf[l];
+        }
+    }
+}
+MHA__PRIVATE void mha__dec_vals(size_t pv, const float *st, const void *V, int vt, size_t cl, float *res, size_t pvs,
+                                size_t rb) {
+    if (MHA_NO_EXTRAS || vt == MHA_F32)
+        mha__dec_vals_t(pv, st, V, MHA_F32, cl, res, pvs, rb);
+    else if (vt == MHA_F16)
+        mha__dec_vals_t(pv, st, V, MHA_F16, cl, res, pvs, rb);
+    else if (vt == MHA_BF16)
+        mha__dec_vals_t(pv, st, V, MHA_BF16, cl, res, pvs, rb);
+    else if (vt == MHA_Q8)
+        mha__dec_vals_t(pv, st, V, MHA_Q8, cl, res, pvs, rb);
+    else
+        mha__dec_vals_t(pv, st, V, MHA_Q4, cl, res, pvs, rb);
+}
+
 /* Item `item` = (b, g, chunk) of the split-KV step, with the scratch st:
    for each row of kv head g, the chunk's max mx, sum l of e^(s - mx) and
    output o = sum e^(s - mx) v, into res. Rows four at a time (a block of
    fewer repeats its last row, whose results are not kept); scores by
-   mha__dec_scores, weights by mha__softmax's rules, the weighted sum by
-   mha__dec_values4 (p_v in groups of 4 VL; columns past the last whole
-   group one vector at a time, from a copy). The element types of the keys
-   and values, kt and vt, are constants in the copies that mha__dec_item
-   inlines for the common pairs. */
-MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, float *st, int kt, int vt) {
+   mha__dec_keys, weights by mha__softmax's rules, the weighted sums by
+   mha__dec_vals. */
+MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
     const float ninf = -(FLT_MAX * 2.0f);
     const mha__ctx *c = f->c;
+    const int kt = f->kt, vt = f->vt;
     size_t b = item / (c->kv * f->chunks), g = item / f->chunks % c->kv, ch = item % f->chunks;
     size_t e = (size_t)c->cache->length[b] + c->m, used = e < c->ms ? e : c->ms, j0 = ch * MHA__DCH, cl, r0, rb;
     const void *K = mha__row(c->cache->k, kt, c->pk, (b * c->kv + g) * c->ms);
     const void *V = mha__row(c->cache->v, vt, c->pv, (b * c->kv + g) * c->ms);
-    float *res = f->res + item * f->rows * f->pvs, out4[4 * MHA__V4];
-    size_t r, j, a, lo, hi, whole = c->pv / (MHA__V4) * (MHA__V4), l;
+    float *res = f->res + item * f->rows * f->pvs;
+    size_t r, j, lo, hi;
     cl = j0 >= used ? 0 : used - j0 < MHA__DCH ? used - j0 : MHA__DCH;
     for (r0 = 0; r0 < f->rows; r0 += MHA__DRB) {
         const float *q[4];
         rb = f->rows - r0 < MHA__DRB ? f->rows - r0 : MHA__DRB;
         for (r = 0; r < 4; ++r) q[r] = f->q + ((b * c->kv + g) * f->rows + r0 + (r < rb ? r : rb - 1)) * c->pq;
-        if (rb == 1) /* one row (no GQA, one new token): its FMAs alone */
-            mha__dec_scores(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st, 1);
-        else
-            mha__dec_scores(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st, 4);
+        mha__dec_keys(c, q, mha__row(K, kt, c->pk, j0), kt, cl, st, rb);
         for (r = 0; r < rb; ++r) { /* the rule, the max and the weights of row r0 + r */
             float *x = st + r * MHA__DCH, *o = res + (r0 + r) * f->pvs, mx, sum;
             const float slope = MHA__SLOPE(c, g * c->grp + (r0 + r) / c->n);
@@ -4619,60 +4679,8 @@ MHA__PRIVATE MHA__INLINE void mha__dec_item_t(const mha__dec *f, size_t item, fl
         }
         for (; r < 4; ++r) /* rows past the block: weight 0 */
             for (j = 0; j < cl; ++j) st[r * MHA__DCH + j] = 0.0f;
-        for (a = 0; a < whole; a += MHA__V4) {
-            if (rb == 1)
-                mha__dec_values4(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, a, out4, MHA__V4, 1);
-            else
-                mha__dec_values4(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, a, out4, MHA__V4, 4);
-            for (r = 0; r < rb; ++r)
-                for (l = 0; l < MHA__V4; ++l) res[(r0 + r) * f->pvs + a + l] = out4[r * MHA__V4 + l];
-        }
-        for (a = whole; a < c->pv; a += MHA__VL) { /* the rest, a vector (or less) at a time */
-            size_t jb, lanes = c->pv - a < MHA__VL ? c->pv - a : MHA__VL;
-            for (r = 0; r < rb; ++r) {
-                mha__v sum = mha__vset(0.0f), comp = sum, blk, y, t;
-                float buf[MHA__VL];
-                for (j = 0; j < cl; j = jb) {
-                    jb = cl - j < 32 ? cl : j + 32;
-                    for (blk = mha__vset(0.0f); j < jb; ++j) {
-                        const void *vj = mha__row(V, vt, c->pv, j0 + j);
-                        mha__v vv;
-                        if (lanes < MHA__VL) { /* the row's last columns: no read past it */
-                            for (l = 0; l < MHA__VL; ++l) buf[l] = l < lanes ? mha__elt_v(vj, vt, a + l) : 0.0f;
-                            vv = mha__vload(buf);
-                        } else {
-                            vv = mha__vload_t(vj, vt, a);
-                        }
-                        blk = mha__vfma(mha__vset(st[r * MHA__DCH + j]), vv, blk);
-                    }
-                    y = mha__vsub(blk, comp);
-                    t = mha__vadd(sum, y);
-                    comp = mha__vsub(mha__vsub(t, sum), y);
-                    sum = t;
-                }
-                mha__vstore(buf, sum);
-                for (l = 0; l < lanes; ++l) res[(r0 + r) * f->pvs + a + l] = buf[l];
-            }
-        }
+        mha__dec_vals(c->pv, st, mha__row(V, vt, c->pv, j0), vt, cl, res + r0 * f->pvs, f->pvs, rb);
     }
-}
-
-MHA__PRIVATE void mha__dec_item(const mha__dec *f, size_t item, float *st) {
-    const int pair = f->kt * 8 + f->vt;
-    if (MHA_NO_EXTRAS || pair == 0)
-        mha__dec_item_t(f, item, st, MHA_F32, MHA_F32);
-    else if (pair == MHA_F16 * 9)
-        mha__dec_item_t(f, item, st, MHA_F16, MHA_F16);
-    else if (pair == MHA_BF16 * 9)
-        mha__dec_item_t(f, item, st, MHA_BF16, MHA_BF16);
-    else if (pair == MHA_Q8 * 9)
-        mha__dec_item_t(f, item, st, MHA_Q8, MHA_Q8);
-    else if (pair == MHA_Q4 * 9)
-        mha__dec_item_t(f, item, st, MHA_Q4, MHA_Q4);
-    else if (pair == MHA_Q8 * 8 + MHA_Q4)
-        mha__dec_item_t(f, item, st, MHA_Q8, MHA_Q4);
-    else /* the other pairs: the types read at run time */
-        mha__dec_item_t(f, item, st, f->kt, f->vt);
 }
 
 /* Task `slot` of the split-KV step: items slot, slot + tasks, ... */

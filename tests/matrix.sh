@@ -37,7 +37,8 @@ strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under
     cc=$1; shift
     x=$(run_as "$@")
     $cc $STRICT -O2 "$@" -c tests/test_impl.c -o "$B/impl.o" &&
-    for e in encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static; do
+    for e in encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode \
+             speculative; do
         $cc $STRICT -O2 "$@" -I. examples/$e.c -o "$B/$e" -lm -pthread && $x "$B/$e" > /dev/null || return 1
     done &&
     $cc $STRICT -O2 "$@" tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
@@ -62,7 +63,9 @@ stage "gcc MHA_NO_EXTRAS=1 (suite and hostile: RoPE, ALiBi, soft-cap, sinks refu
     "gcc $STRICT -O2 -DMHA_NO_EXTRAS=1 -c tests/test_impl.c -o $B/noext.o &&
      gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests tests/test_mha.c $B/noext.o -o $B/suite_noext -lm &&
      $B/suite_noext > /dev/null &&
-     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -DMHA_FAST=1 -Itests $SUITE -o $B/fsuite_noext -lm && $B/fsuite_noext > /dev/null &&
+     gcc $STRICT -O2 -DMHA_NO_EXTRAS=1 -DMHA_FAST=1 -c tests/test_impl.c -o $B/fnoext.o &&
+     gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -DMHA_FAST=1 -Itests tests/test_mha.c $B/fnoext.o -o $B/fsuite_noext -lm &&
+     $B/fsuite_noext > /dev/null &&
      gcc -O2 -std=c99 -DMHA_NO_EXTRAS=1 -Itests tests/test_hostile.c $B/noext.o -o $B/hostile_noext -lm &&
      $B/hostile_noext > /dev/null"
 stage "freestanding, no libm: no undefined symbol but memcpy/memset" sh -c \
