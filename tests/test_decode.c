@@ -606,6 +606,7 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     double *qp = (double *)malloc(sizeof(double) * (size_t)(H * pq)), *cat = (double *)malloc(sizeof(double) * (size_t)(H * pv));
     double *sc = (double *)malloc(sizeof(double) * (size_t)cap), scale = 1.0 / sqrt((double)s->p_k), mx, sum, acc;
     int32_t *held_pos = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap);
+    double *kd = (double *)malloc(sizeof(double) * (size_t)(cap * pq)), *vd = (double *)malloc(sizeof(double) * (size_t)(cap * pv));
     for (j = 0; j < held; ++j) held_pos[j] = slot_position(j, e, cap, c->keep_first);
     for (r = 0; r < H * pq; ++r) {
         for (acc = bq ? (double)bq[r] : 0.0, a = 0; a < s->d_q; ++a) acc += (double)wq[(size_t)r * (size_t)s->d_q + (size_t)a] * x[a];
@@ -614,18 +615,22 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     for (i = 0; i < H && s->rope_dim; ++i) naive_rope(s, qp + i * pq, (double)P);
     for (i = 0; i < H; ++i) {
         size_t base = (size_t)(i / G) * (size_t)cap;
+        for (j = 0; i % G == 0 && j < held; ++j) { /* the kv head's cached values, read once */
+            for (a = 0; a < pq; ++a) kd[j * pq + a] = cache_elt(c->k, c->type, (size_t)pq, base + (size_t)j, (size_t)a);
+            for (a = 0; a < pv; ++a) vd[j * pv + a] = cache_elt(c->v, value_type(c), (size_t)pv, base + (size_t)j, (size_t)a);
+        }
         for (mx = -INFINITY, j = 0; j < held; ++j) {
             int32_t pos = held_pos[j];
             sc[j] = -INFINITY;
             if (pos <= P && (!c->window || pos > P - c->window || pos < c->keep_first)) {
-                for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * cache_elt(c->k, c->type, (size_t)pq, base + (size_t)j, (size_t)a);
+                for (acc = 0.0, a = 0; a < pq; ++a) acc += qp[i * pq + a] * kd[j * pq + a];
                 sc[j] = scale * acc;
             }
             if (sc[j] > mx) mx = sc[j];
         }
         for (sum = 0.0, j = 0; j < held; ++j) sum += sc[j] = exp(sc[j] - mx);
         for (a = 0; a < pv; ++a) {
-            for (acc = 0.0, j = 0; j < held; ++j) acc += sc[j] / sum * cache_elt(c->v, value_type(c), (size_t)pv, base + (size_t)j, (size_t)a);
+            for (acc = 0.0, j = 0; j < held; ++j) acc += sc[j] / sum * vd[j * pv + a];
             cat[i * pv + a] = acc;
         }
     }
@@ -637,6 +642,8 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     free(cat);
     free(sc);
     free(held_pos);
+    free(kd);
+    free(vd);
 }
 
 /* How far a cached element may be from the exact projection x, for its
