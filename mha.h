@@ -4409,6 +4409,30 @@ MHA__PRIVATE void mha__dec_proj(void *arg, int32_t task) {
         mha__dec_q(arg, task - kv);
 }
 
+/* x[j .. j+4) of one row q (mha__dec_scores with nr 1): four keys at a time, for
+   16-bit and block keys of one whole block of KC (the float keys' loads are
+   not the bottleneck there). */
+MHA__PRIVATE MHA__INLINE void mha__dec_scores_1x4(const mha__ctx *c, const float *q, const void *K, int ct, size_t j,
+                                                  float *x) {
+    const void *k0 = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
+    const void *k2 = mha__row(K, ct, c->pk, j + 2), *k3 = mha__row(K, ct, c->pk, j + 3);
+    mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, qv;
+    float u4[4];
+    size_t pb, pp;
+    for (pb = 0; pb < c->pk; pb += MHA__SEG(ct, c->pk)) {
+        const mha__blk b0 = mha__blk_get(k0, ct, pb), b1 = mha__blk_get(k1, ct, pb);
+        const mha__blk b2 = mha__blk_get(k2, ct, pb), b3 = mha__blk_get(k3, ct, pb);
+        for (pp = pb; pp < c->pk && pp < pb + MHA__SEG(ct, c->pk); pp += MHA__VL) {
+            qv = mha__vload(q + pp);
+            a0 = mha__vfma(qv, MHA__KV(k0, b0, ct, pp, pb), a0);
+            a1 = mha__vfma(qv, MHA__KV(k1, b1, ct, pp, pb), a1);
+            a2 = mha__vfma(qv, MHA__KV(k2, b2, ct, pp, pb), a2);
+            a3 = mha__vfma(qv, MHA__KV(k3, b3, ct, pp, pb), a3);
+        }
+    }
+    mha__vhsum4(a0, a1, a2, a3, u4);
+    for (pp = 0; pp < 4; ++pp) x[j + pp] = c->scale * (0.0f + u4[pp]);
+}
 
 /* The scores of nr (1 or 4, a constant where it is inlined) query rows
    q0..q3 (p_q floats each) against the keys of slots j0 .. j0+cl-1 (rows of
@@ -4429,24 +4453,7 @@ MHA__PRIVATE MHA__INLINE void mha__dec_scores(const mha__ctx *c, const float *co
     size_t j = 0, p, pe, pp, pb;
     float s4[4], t4[4], u4[4], w4[4];
     const int whole = c->pk % MHA__VL == 0 && c->pk <= MHA__KC; /* one block of KC, no tail */
-    for (; nr == 1 && ct != MHA_F32 && whole && j + 3 < cl; j += 4) { /* one row: four keys at a time */
-        const void *k0 = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
-        const void *k2 = mha__row(K, ct, c->pk, j + 2), *k3 = mha__row(K, ct, c->pk, j + 3);
-        mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, qv;
-        for (pb = 0; pb < c->pk; pb += MHA__SEG(ct, c->pk)) {
-            const mha__blk b0 = mha__blk_get(k0, ct, pb), b1 = mha__blk_get(k1, ct, pb);
-            const mha__blk b2 = mha__blk_get(k2, ct, pb), b3 = mha__blk_get(k3, ct, pb);
-            for (pp = pb; pp < c->pk && pp < pb + MHA__SEG(ct, c->pk); pp += MHA__VL) {
-                qv = mha__vload(q[0] + pp);
-                a0 = mha__vfma(qv, MHA__KV(k0, b0, ct, pp, pb), a0);
-                a1 = mha__vfma(qv, MHA__KV(k1, b1, ct, pp, pb), a1);
-                a2 = mha__vfma(qv, MHA__KV(k2, b2, ct, pp, pb), a2);
-                a3 = mha__vfma(qv, MHA__KV(k3, b3, ct, pp, pb), a3);
-            }
-        }
-        mha__vhsum4(a0, a1, a2, a3, u4);
-        for (pp = 0; pp < 4; ++pp) x[j + pp] = c->scale * (0.0f + u4[pp]);
-    }
+    for (; nr == 1 && ct != MHA_F32 && whole && j + 3 < cl; j += 4) mha__dec_scores_1x4(c, q[0], K, ct, j, x);
     for (; nr > 1 && ct != MHA_F32 && whole && j + 1 < cl; j += 2) {
         const void *k = mha__row(K, ct, c->pk, j), *k1 = mha__row(K, ct, c->pk, j + 1);
         mha__v a0 = mha__vset(0.0f), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, kv, kw, qv;
