@@ -2198,6 +2198,29 @@ typedef __m512 mha__v;
 /* the sum and the max of the lanes (no NaN among them for the max) */
 #define mha__vhsum(x) _mm512_reduce_add_ps(x)
 #define mha__vhmax(x) _mm512_reduce_max_ps(x)
+/* 16-bit and block elements (see mha__vload16) */
+#define MHA__VHSUM4_HW 1
+MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
+#define MHA__HALF(x) _mm256_add_ps(_mm512_castps512_ps256(x), \
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(MHA__HALF(a), MHA__HALF(b)), _mm256_hadd_ps(MHA__HALF(c), MHA__HALF(d)));
+#undef MHA__HALF
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+#define MHA__VF16_HW 1
+#define MHA__VBF16_HW 1
+#define MHA__VSETH_HW 1
+#define MHA__VQ_HW 1
+#define MHA__V16(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define mha__vf16(p) _mm512_cvtph_ps(MHA__V16(p))
+#define mha__vbf16(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(MHA__V16(p)), 16))
+#define mha__vseth(h) _mm512_cvtph_ps(_mm256_set1_epi16((short)(h)))
+#define MHA__VB(q) _mm_loadu_si128((const __m128i *)(const void *)(q))
+#define mha__vq8(q) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(MHA__VB(q)))
+MHA__PRIVATE MHA__INLINE mha__v mha__vq4(const unsigned char *q, int hi) {
+    const __m512i n = _mm512_cvtepu8_epi32(MHA__VB(q));
+    return _mm512_cvtepi32_ps(_mm512_and_si512(hi ? _mm512_srli_epi32(n, 4) : n, _mm512_set1_epi32(15)));
+}
 #elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
 #define MHA__SIMD_NAME "avx2+fma"
 #define MHA__CLEAN() _mm256_zeroupper()
@@ -2232,6 +2255,28 @@ MHA__PRIVATE float mha__vhmax(__m256 x) {
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
 }
+/* 16-bit and block elements (see mha__vload16; f16 by F16C where the target has it) */
+#define MHA__VHSUM4_HW 1
+MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+#define MHA__V16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#ifdef __F16C__
+#define MHA__VF16_HW 1
+#define MHA__VSETH_HW 1
+#define mha__vf16(p) _mm256_cvtph_ps(MHA__V16(p))
+#define mha__vseth(h) _mm256_cvtph_ps(_mm_set1_epi16((short)(h)))
+#endif
+#define MHA__VBF16_HW 1
+#define MHA__VQ_HW 1
+#define mha__vbf16(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(MHA__V16(p)), 16))
+#define MHA__VB(q) _mm_loadl_epi64((const __m128i *)(const void *)(q))
+#define mha__vq8(q) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(MHA__VB(q)))
+MHA__PRIVATE MHA__INLINE mha__v mha__vq4(const unsigned char *q, int hi) {
+    const __m256i n = _mm256_cvtepu8_epi32(MHA__VB(q));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(hi ? _mm256_srli_epi32(n, 4) : n, _mm256_set1_epi32(15)));
+}
 #elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
 #define MHA__SIMD_NAME "neon"
 #define MHA__CLEAN() ((void)0)
@@ -2257,6 +2302,26 @@ typedef float32x4_t mha__v;
 #define mha__vbad(x) (vminvq_u32(vcleq_f32(x, vdupq_n_f32(FLT_MAX))) == 0)
 #define mha__vhsum(x) vaddvq_f32(x)
 #define mha__vhmax(x) vmaxvq_f32(x)
+/* 16-bit and block elements (see mha__vload16) */
+#define MHA__VHSUM4_HW 1
+MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
+    vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
+}
+#define MHA__VF16_HW 1
+#define MHA__VBF16_HW 1
+#define MHA__VQ_HW 1
+#define mha__vf16(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+#define mha__vbf16(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
+MHA__PRIVATE MHA__INLINE uint8x8_t mha__vb(const unsigned char *q) { /* q's four bytes, twice */
+    uint32_t w4;
+    __builtin_memcpy(&w4, q, 4);
+    return vreinterpret_u8_u32(vdup_n_u32(w4));
+}
+#define mha__vq8(q) vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(mha__vb(q))))))
+MHA__PRIVATE MHA__INLINE mha__v mha__vq4(const unsigned char *q, int hi) {
+    const uint32x4_t n = vmovl_u16(vget_low_u16(vmovl_u8(mha__vb(q))));
+    return vcvtq_f32_u32(vandq_u32(hi ? vshrq_n_u32(n, 4) : n, vdupq_n_u32(15)));
+}
 #elif !MHA_NO_SIMD && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
 /* Helium (Cortex-M55, M85): eight 128-bit registers, so a micro-kernel of
    two rows (four accumulators, two B vectors, one broadcast A); no vector
@@ -2297,6 +2362,13 @@ MHA__PRIVATE mha__v mha__vdiv(mha__v a, mha__v b) {
 #define mha__vbad(x) (vcmpgeq_f32(vdupq_n_f32(FLT_MAX), x) != 0xFFFF) /* a lane not <= FLT_MAX (NaN too) */
 #define mha__vhsum(x) ((vgetq_lane_f32(x, 0) + vgetq_lane_f32(x, 1)) + (vgetq_lane_f32(x, 2) + vgetq_lane_f32(x, 3)))
 #define mha__vhmax(x) vmaxnmvq_f32(vgetq_lane_f32(x, 0), x)
+/* block elements (see mha__vload16; 16-bit ones lane by lane) */
+#define MHA__VQ_HW 1
+#define mha__vq8(q) vcvtq_f32_s32(vldrbq_s32((const int8_t *)(q)))
+MHA__PRIVATE MHA__INLINE mha__v mha__vq4(const unsigned char *q, int hi) {
+    const uint32x4_t n = vldrbq_u32(q);
+    return vcvtq_f32_u32(vandq_u32(hi ? vshrq_n_u32(n, 4) : n, vdupq_n_u32(15)));
+}
 #elif (defined(__GNUC__) || defined(__clang__)) && (defined(__SSE2__) || defined(__ARM_NEON) || defined(__AVX__))
 /* Portable, GNU C on a target with vector registers: the compilers' generic
    vector extension (8 floats with AVX, else 4), which gcc and clang lower to
@@ -2489,26 +2561,16 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vtanh(mha__v x) {
     return mha__vselect_lt(z, mha__vset(0.3025f), t, e);
 }
 
-/* The sums of the lanes of a, b, c and d into out[0..3] (decoding's dot
-   products, four rows at a time). */
-#if !MHA_NO_SIMD && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
-MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
-#if defined(__AVX512F__)
-#define MHA__HALF(x) _mm256_add_ps(_mm512_castps512_ps256(x), \
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
-    __m256 a8 = MHA__HALF(a), b8 = MHA__HALF(b), c8 = MHA__HALF(c), d8 = MHA__HALF(d);
-#undef MHA__HALF
-#else
-    __m256 a8 = a, b8 = b, c8 = c, d8 = d;
-#endif
-    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
-}
-#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
-MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
-    vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
-}
-#else
+/* 16-bit and block elements, composed from a vector unit's operations
+   (its block defines those it has in hardware and says so, MHA__V*_HW; the
+   others are these, lane by lane). mha__vhsum4: the sums of the lanes of
+   a, b, c and d into out[0..3] (decoding's dot products, four rows at a
+   time). mha__vload16: a vector from VL 16-bit elements of type (MHA_F16,
+   MHA_BF16), exactly (callers inline it with a constant type, so each type
+   gets its own loop); mha__vf16 / mha__vbf16 the two, mha__vseth an f16 in
+   every lane. mha__vq8 / mha__vq4: VL int8, or VL nibbles (the high ones
+   where hi), as floats. */
+#ifndef MHA__VHSUM4_HW
 MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
     out[0] = mha__vhsum(a);
     out[1] = mha__vhsum(b);
@@ -2516,36 +2578,39 @@ MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out
     out[3] = mha__vhsum(d);
 }
 #endif
-
-/* A vector from VL 16-bit elements of type (MHA_F16, MHA_BF16), exactly:
-   the hardware's conversion where the target has it (AVX-512F, F16C, NEON;
-   bf16 is a shift), else the portable one lane by lane. mha__vload_t: a
-   vector from element idx of an array of any type; callers inline it with
-   a constant type, so each type gets its own loop. */
+#if !defined(MHA__VF16_HW) || !defined(MHA__VBF16_HW)
+MHA__PRIVATE MHA__INLINE mha__v mha__vlanes16(const uint16_t *p, int type) {
+    float b[MHA__VL];
+    int l;
+    for (l = 0; l < MHA__VL; ++l) b[l] = mha__elt_f32(p, type, (size_t)l);
+    return mha__vload(b);
+}
+#endif
+#ifndef MHA__VF16_HW
+#define mha__vf16(p) mha__vlanes16(p, MHA_F16)
+#endif
+#ifndef MHA__VBF16_HW
+#define mha__vbf16(p) mha__vlanes16(p, MHA_BF16)
+#endif
+#ifndef MHA__VSETH_HW
+#define mha__vseth(h) mha__vset(mha_f32_from_f16(h))
+#endif
+#ifndef MHA__VQ_HW
+MHA__PRIVATE MHA__INLINE mha__v mha__vq8(const unsigned char *q) {
+    float v[MHA__VL];
+    int l;
+    for (l = 0; l < MHA__VL; ++l) v[l] = (float)((const int8_t *)q)[l];
+    return mha__vload(v);
+}
+MHA__PRIVATE MHA__INLINE mha__v mha__vq4(const unsigned char *q, int hi) {
+    float v[MHA__VL];
+    int l;
+    for (l = 0; l < MHA__VL; ++l) v[l] = (float)(q[l] >> (hi ? 4 : 0) & 15u);
+    return mha__vload(v);
+}
+#endif
 MHA__PRIVATE MHA__INLINE mha__v mha__vload16(const uint16_t *p, int type) {
-#if !MHA_NO_SIMD && defined(__AVX512F__)
-    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    return type == MHA_F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-#define MHA__V16_HW 1
-#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
-    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-#ifdef __F16C__
-    if (type == MHA_F16) return _mm256_cvtph_ps(h);
-#endif
-    if (type == MHA_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
-    if (type == MHA_F16) return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
-    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
-#define MHA__V16_HW 1
-#endif
-#ifndef MHA__V16_HW /* the lanes one at a time */
-    {
-        float b[MHA__VL];
-        int l;
-        for (l = 0; l < MHA__VL; ++l) b[l] = mha__elt_f32(p, type, (size_t)l);
-        return mha__vload(b);
-    }
-#endif
+    return type == MHA_F16 ? mha__vf16(p) : mha__vbf16(p);
 }
 /* Block b of a row of a block type (MHA_Q8, MHA_Q4), ready to give vectors:
    its integers q, its scale d in every lane and, for MHA_Q4, o = -8 d (so
@@ -2556,59 +2621,17 @@ typedef struct mha__blk {
 } mha__blk;
 MHA__PRIVATE MHA__INLINE mha__blk mha__blk_at(const void *row, int type, size_t b) {
     const unsigned char *p = (const unsigned char *)row + b * MHA__BLOCK_BYTES(type);
-    const uint16_t h = *(const uint16_t *)(const void *)p;
     mha__blk k;
     k.q = p + 2;
-#if !MHA_NO_SIMD && defined(__AVX512F__)
-    k.d = _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
-#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-    k.d = _mm256_cvtph_ps(_mm_set1_epi16((short)h));
-#else
-    k.d = mha__vset(mha_f32_from_f16(h));
-#endif
+    k.d = mha__vseth(*(const uint16_t *)(const void *)p);
     k.o = mha__vmul(k.d, mha__vset(-8.0f));
     return k;
 }
 /* Values j .. j+VL-1 of the block (j a multiple of VL, VL divides 16): the
    integers widened and converted, times d (and + o). */
 MHA__PRIVATE MHA__INLINE mha__v mha__blk_v(const mha__blk *k, int type, size_t j) {
-    const unsigned char *qs = k->q + (type == MHA_Q8 ? j : j % 16);
-#if !MHA_NO_SIMD && defined(__AVX512F__)
-    __m512i n;
-    if (type == MHA_Q8) return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)qs))), k->d);
-    n = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)qs));
-    n = _mm512_and_si512(j >= 16 ? _mm512_srli_epi32(n, 4) : n, _mm512_set1_epi32(15));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(n), k->d, k->o);
-#elif !MHA_NO_SIMD && defined(__AVX2__) && defined(__FMA__)
-    __m256i n;
-    if (type == MHA_Q8) return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)qs))), k->d);
-    n = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)qs));
-    n = _mm256_and_si256(j >= 16 ? _mm256_srli_epi32(n, 4) : n, _mm256_set1_epi32(15));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(n), k->d, k->o);
-#elif !MHA_NO_SIMD && defined(__aarch64__) && defined(__ARM_NEON)
-    uint32_t w4;
-    uint32x4_t n;
-    __builtin_memcpy(&w4, qs, 4);
-    if (type == MHA_Q8)
-        return vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w4)))))), k->d);
-    n = vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w4)))));
-    n = vandq_u32(j >= 16 ? vshrq_n_u32(n, 4) : n, vdupq_n_u32(15));
-    return vfmaq_f32(k->o, vcvtq_f32_u32(n), k->d);
-#elif !MHA_NO_SIMD && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
-    uint32x4_t n;
-    if (type == MHA_Q8) return vmulq_f32(vcvtq_f32_s32(vldrbq_s32((const int8_t *)qs)), k->d);
-    n = vldrbq_u32(qs);
-    n = vandq_u32(j >= 16 ? vshrq_n_u32(n, 4) : n, vdupq_n_u32(15));
-    return vfmaq_f32(k->o, vcvtq_f32_u32(n), k->d);
-#else /* the lanes one at a time */
-    float v[MHA__VL];
-    int l;
-    for (l = 0; l < MHA__VL; ++l) {
-        const size_t e = j + (size_t)l;
-        v[l] = type == MHA_Q8 ? (float)((const int8_t *)qs)[l] : (float)(k->q[e % 16] >> (e / 16 * 4) & 15u);
-    }
-    return type == MHA_Q8 ? mha__vmul(mha__vload(v), k->d) : mha__vfma(mha__vload(v), k->d, k->o);
-#endif
+    if (type == MHA_Q8) return mha__vmul(mha__vq8(k->q + j), k->d);
+    return mha__vfma(mha__vq4(k->q + j % 16, j >= 16), k->d, k->o);
 }
 /* A vector from elements idx .. idx+VL-1 of a row of blocks (idx a
    multiple of VL): the loops that keep a block for its vectors call
