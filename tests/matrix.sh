@@ -33,12 +33,18 @@ stage() { # stage NAME COMMAND...: one build (and run) of the matrix, when it is
 run_as() { # run_as FLAGS...: the runner of a program built with FLAGS (qemu-i386 for -m32 where needed)
     case " $* " in *" -m32 "*) echo "$RUN32" ;; esac
 }
-strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under one compiler
+# the examples compiled whole, the implementation in each (make test links most of them against
+# the implementation built once): six under every compiler and option, and decoding's two (decode,
+# speculative) under gcc -O2, gcc -O0 and clang, where make test used to build them whole
+EXAMPLES="encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static"
+strict_cc() { # strict_cc all|some CC EXTRA: implementation, examples and the suite under one compiler
+    ex=$EXAMPLES
+    [ "$1" = all ] && ex="$ex decode speculative"
+    shift
     cc=$1; shift
     x=$(run_as "$@")
     $cc $STRICT -O2 "$@" -c tests/test_impl.c -o "$B/impl.o" &&
-    for e in encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static decode \
-             speculative; do
+    for e in $ex; do
         $cc $STRICT -O2 "$@" -I. examples/$e.c -o "$B/$e" -lm -pthread && $x "$B/$e" > /dev/null || return 1
     done &&
     $cc $STRICT -O2 "$@" tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
@@ -48,13 +54,13 @@ strict_cc() { # strict_cc CC EXTRA: implementation, examples and the suite under
     $cc -O2 -std=c99 -Wall -Wextra -Werror "$@" -Itests tests/test_hostile.c "$B/impl.o" -o "$B/hostile" -lm &&
     $x "$B/hostile" > /dev/null
 }
-stage "gcc -std=c99 strict -O2" strict_cc gcc
-stage "gcc -std=c99 strict -O0" strict_cc gcc -O0
-stage "clang -std=c99 strict -O2" strict_cc clang
-stage "gcc -m32 strict" strict_cc gcc -m32
-stage "gcc MHA_NO_STATUS_STRINGS=1" strict_cc gcc -DMHA_NO_STATUS_STRINGS=1
-stage "gcc MHA_NO_LIBM=1" strict_cc gcc -DMHA_NO_LIBM=1
-stage "clang MHA_NO_LIBM=1 -m32" strict_cc clang -DMHA_NO_LIBM=1 -m32
+stage "gcc -std=c99 strict -O2" strict_cc all gcc
+stage "gcc -std=c99 strict -O0" strict_cc all gcc -O0
+stage "clang -std=c99 strict -O2" strict_cc all clang
+stage "gcc -m32 strict" strict_cc some gcc -m32
+stage "gcc MHA_NO_STATUS_STRINGS=1" strict_cc some gcc -DMHA_NO_STATUS_STRINGS=1
+stage "gcc MHA_NO_LIBM=1" strict_cc some gcc -DMHA_NO_LIBM=1
+stage "clang MHA_NO_LIBM=1 -m32" strict_cc some clang -DMHA_NO_LIBM=1 -m32
 stage "gcc MHA_NO_ADDITIVE=1 (suite: additive refused)" sh -c \
     "gcc $STRICT -O2 -DMHA_NO_ADDITIVE=1 -c tests/test_impl.c -o $B/noadd.o &&
      gcc -O2 -std=c99 -DMHA_NO_ADDITIVE=1 -Itests tests/test_mha.c $B/noadd.o -o $B/suite_noadd -lm &&
