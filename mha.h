@@ -2203,8 +2203,9 @@ typedef __m512 mha__v;
 MHA__PRIVATE void mha__vhsum4(mha__v a, mha__v b, mha__v c, mha__v d, float *out) {
 #define MHA__HALF(x) _mm256_add_ps(_mm512_castps512_ps256(x), \
                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
-    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(MHA__HALF(a), MHA__HALF(b)), _mm256_hadd_ps(MHA__HALF(c), MHA__HALF(d)));
+    __m256 a8 = MHA__HALF(a), b8 = MHA__HALF(b), c8 = MHA__HALF(c), d8 = MHA__HALF(d);
 #undef MHA__HALF
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
 }
 #define MHA__VF16_HW 1
