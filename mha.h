@@ -2641,6 +2641,8 @@ MHA__PRIVATE MHA__INLINE mha__v mha__vload_q(const void *row, int type, size_t i
     const mha__blk k = mha__blk_at(row, type, idx / MHA__QB);
     return mha__blk_v(&k, type, idx % MHA__QB);
 }
+/* A vector from element idx of an array of any type (callers inline it with a
+   constant type, so each type gets its own loop). */
 MHA__PRIVATE MHA__INLINE mha__v mha__vload_t(const void *p, int type, size_t idx) {
     if (type >= MHA_Q8) return mha__vload_q(p, type, idx);
     return type ? mha__vload16((const uint16_t *)p + idx, type) : mha__vload((const float *)p + idx);
@@ -2931,12 +2933,12 @@ MHA__PRIVATE void mha__tm_store(int t, void *p, size_t stride) {
     for (r = 0; r < 16; ++r)
         for (j = 0; j < 64; ++j) ((unsigned char *)p)[r * stride + j] = mha__tm[t][r][j];
 }
-/* tmm c += tmm a . tmm b: for each row m, pair k, column n, the products of the pair's even and then
-   its odd halves each added to the float (fused: one rounding each) */
 MHA__PRIVATE __m512 mha__tm_ftz16(__m512i u) { /* 16 floats, subnormals to zeros of their signs */
     return _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)),
                                                      _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u));
 }
+/* tmm c += tmm a . tmm b: for each row m, pair k, column n, the products of the pair's even and then
+   its odd halves each added to the float (fused: one rounding each), subnormal inputs and sums flushed */
 MHA__PRIVATE void mha__tm_dp(int c, int a, int b) {
     /* rows of a and b as floats, read once: [row][half h][pair k] = the row's bf16 2k + h */
     float fa[16][2][16], fb[16][2][16];
