@@ -156,8 +156,8 @@ $(BUILD):
 # use only the public API: they are compiled with MHA_IMPLEMENTATION_INCLUDED defined (EXLINK), so
 # that the header gives them its declarations only, as it does to every file of a program but the
 # one that holds the implementation, and are linked against lib (the library's own defaults) or
-# ref. Each is compiled whole, the implementation in it, by make matrix (examples: gcc, clang,
-# tcc, -m32, the options) and make models (the models).
+# ref. Each is compiled whole, the implementation in it, by make matrix (the examples: gcc,
+# clang, -m32 and the options) and make models (the models).
 #   lib       the library's defaults (the fast path on hosted x86-64 and aarch64)
 #   ref       the reference path (MHA_FAST 0)
 #   portable  the fast path's portable vectors; decoding's cache chunks of 256 slots, not

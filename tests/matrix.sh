@@ -34,7 +34,7 @@ run_as() { # run_as FLAGS...: the runner of a program built with FLAGS (qemu-i38
     case " $* " in *" -m32 "*) echo "$RUN32" ;; esac
 }
 # the examples compiled whole, the implementation in each (make test links most of them against
-# the implementation built once): six under every compiler and option, and decoding's two (decode,
+# the implementation built once): six in each strict build below, and decoding's two (decode,
 # speculative) under gcc -O2, gcc -O0 and clang, where make test used to build them whole
 EXAMPLES="encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static"
 strict_cc() { # strict_cc all|some CC EXTRA: implementation, examples and the suite under one compiler
