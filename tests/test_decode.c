@@ -615,10 +615,11 @@ static void oracle_step(const mha_shape *s, const float *wq, const float *bq, co
     for (i = 0; i < H && s->rope_dim; ++i) naive_rope(s, qp + i * pq, (double)P);
     for (i = 0; i < H; ++i) {
         size_t base = (size_t)(i / G) * (size_t)cap;
-        for (j = 0; i % G == 0 && j < held; ++j) { /* the kv head's cached values, read once */
-            for (a = 0; a < pq; ++a) kd[j * pq + a] = cache_elt(c->k, c->type, (size_t)pq, base + (size_t)j, (size_t)a);
-            for (a = 0; a < pv; ++a) vd[j * pv + a] = cache_elt(c->v, value_type(c), (size_t)pv, base + (size_t)j, (size_t)a);
-        }
+        if (i % G == 0) /* the first head of its kv head: the cached values, read once */
+            for (j = 0; j < held; ++j) {
+                for (a = 0; a < pq; ++a) kd[j * pq + a] = cache_elt(c->k, c->type, (size_t)pq, base + (size_t)j, (size_t)a);
+                for (a = 0; a < pv; ++a) vd[j * pv + a] = cache_elt(c->v, value_type(c), (size_t)pv, base + (size_t)j, (size_t)a);
+            }
         for (mx = -INFINITY, j = 0; j < held; ++j) {
             int32_t pos = held_pos[j];
             sc[j] = -INFINITY;
