@@ -34,18 +34,22 @@ run_as() { # run_as FLAGS...: the runner of a program built with FLAGS (qemu-i38
     case " $* " in *" -m32 "*) echo "$RUN32" ;; esac
 }
 # the examples compiled whole, the implementation in each (make test links most of them against
-# the implementation built once): six in each strict build below, and decoding's two (decode,
-# speculative) under gcc -O2, gcc -O0 and clang, where make test used to build them whole
-EXAMPLES="encoder_block parallel_packed seed_questions self_attention cross_attention firmware_static"
+# the implementation built once): all eight under gcc -O2, gcc -O0 and clang ("all"); in the other
+# strict builds ("some": another word size or option) firmware_static whole (it sets options of its
+# own) and the rest linked against that build's strict implementation object, whose warnings are
+# those of every whole compile of the same options
+EXAMPLES="encoder_block parallel_packed seed_questions self_attention cross_attention decode speculative"
 strict_cc() { # strict_cc all|some CC EXTRA: implementation, examples and the suite under one compiler
-    ex=$EXAMPLES
-    [ "$1" = all ] && ex="$ex decode speculative"
+    link=""
+    [ "$1" = some ] && link="-DMHA_IMPLEMENTATION_INCLUDED"
     shift
     cc=$1; shift
     x=$(run_as "$@")
     $cc $STRICT -O2 "$@" -c tests/test_impl.c -o "$B/impl.o" &&
-    for e in $ex; do
-        $cc $STRICT -O2 "$@" -I. examples/$e.c -o "$B/$e" -lm -pthread && $x "$B/$e" > /dev/null || return 1
+    $cc $STRICT -O2 "$@" -I. examples/firmware_static.c -o "$B/firmware_static" -lm && $x "$B/firmware_static" > /dev/null &&
+    for e in $EXAMPLES; do
+        $cc $STRICT -O2 "$@" $link -I. examples/$e.c ${link:+"$B/impl.o"} -o "$B/$e" -lm -pthread &&
+            $x "$B/$e" > /dev/null || return 1
     done &&
     $cc $STRICT -O2 "$@" tests/static_a.c tests/static_b.c tests/static_main.c -o "$B/static" -lm && $x "$B/static" &&
     $cc $STRICT -O2 "$@" tests/include_twice.c -o "$B/twice" -lm && $x "$B/twice" &&
