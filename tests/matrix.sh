@@ -46,7 +46,8 @@ strict_cc() { # strict_cc all|some CC EXTRA: implementation, examples and the su
     cc=$1; shift
     x=$(run_as "$@")
     $cc $STRICT -O2 "$@" -c tests/test_impl.c -o "$B/impl.o" &&
-    $cc $STRICT -O2 "$@" -I. examples/firmware_static.c -o "$B/firmware_static" -lm && $x "$B/firmware_static" > /dev/null &&
+    $cc $STRICT -O2 "$@" -I. examples/firmware_static.c -o "$B/firmware_static" -lm &&
+    $x "$B/firmware_static" > /dev/null &&
     for e in $EXAMPLES; do
         $cc $STRICT -O2 "$@" $link -I. examples/$e.c ${link:+"$B/impl.o"} -o "$B/$e" -lm -pthread &&
             $x "$B/$e" > /dev/null || return 1
