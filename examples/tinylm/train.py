@@ -12,9 +12,10 @@ package base-files), characters as tokens.
 Model: decoder only, d = 48, 2 layers of pre-norm blocks (mha.h's general form as
 export_torch.GeneralAttention: 4 heads of 12, the second layer with 2 kv heads (grouped-query);
 a feed-forward of 96 with ReLU), a learned position embedding for 256 positions, a final
-layer norm and a linear head. Adam, seeded, one thread, 1500 steps of 16 x 256 characters (three to
-nine minutes on this project's machines; train.py prints its time). The exported weights are rounded to 7 significant
-digits, and the expected outputs are computed from the rounded weights.
+layer norm and a linear head. Adam, seeded, one thread, 1500 steps of 16 x 256 characters
+(three to nine minutes on this project's machines; train.py prints its time). The exported
+weights are rounded to 7 significant digits, and the expected outputs are computed from the
+rounded weights.
 
 Usage: /usr/bin/python3 examples/tinylm/train.py [DIR]        train, write both headers into DIR
        /usr/bin/python3 examples/tinylm/train.py --threads N DIR
