@@ -73,6 +73,8 @@ FUZZ_SECONDS ?= 60
 # numpy writes two things at build time: the 1000 int8 cases of tests/q8_ref.py and the
 # quantised digit models of examples/digits/quantize.py. Where $(PYTHON) cannot import it,
 # make test builds and runs everything else and says in one line what it skipped.
+# (.ci/run's no-numpy step copies the first make test's programs but these by name:
+# q8_cases.bin and digits_q8*; a new file that numpy writes goes in that list too.)
 HAVE_NUMPY := $(shell $(PYTHON) -c 'import numpy' > /dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_NUMPY),1)
 Q8CASES  = $(BUILD)/q8_cases.bin
