@@ -70,27 +70,30 @@ MODFLAGS ?= -O0
 TLMFLAGS ?= -O1 # the language model (at -O0 its run, token by token, costs more than -O1 adds to its build)
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
-# numpy writes two things at build time: the 1000 int8 cases of tests/q8_ref.py and the
-# quantised digit models of examples/digits/quantize.py. Where $(PYTHON) cannot import it,
+# numpy writes three things at build time: the 1000 int8 cases of tests/q8_ref.py, the 1000
+# 16x8 cases of tests/q16_ref.py and the quantised digit models of examples/digits/quantize.py. Where $(PYTHON) cannot import it,
 # make test builds and runs everything else and says in one line what it skipped.
 # (.ci/run's no-numpy step copies the first make test's programs but these by name:
-# q8_cases.bin and digits_q8*; a new file that numpy writes goes in that list too.)
+# q8_cases.bin, q16_cases.bin and digits_q8*; a new file that numpy writes goes in that list too.)
 HAVE_NUMPY := $(shell $(PYTHON) -c 'import numpy' > /dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_NUMPY),1)
 Q8CASES  = $(BUILD)/q8_cases.bin
+Q16CASES = $(BUILD)/q16_cases.bin
 Q8MODELS = $(BUILD)/digits_q8 $(BUILD)/digits_q8p
 SKIPPED  =
 else
 Q8CASES  =
+Q16CASES =
 Q8MODELS =
 SKIPPED  = skipped, $(PYTHON) cannot import numpy: the 1000 int8 cases of tests/q8_ref.py \
-           (test_q8 runs its built-in ones) and the int8 digit models (examples/digits/quantize.py); \
+           (test_q8 runs its built-in ones), the 1000 16x8 cases of tests/q16_ref.py (test_q16 runs its \
+           checks of bad input) and the int8 digit models (examples/digits/quantize.py); \
            Debian: apt-get install python3-numpy, or make test PYTHON=a-python3-with-numpy
 endif
 # the suite's programs, as tests/run.sh runs them
 PROGRAMS = $(BUILD)/test_mha $(BUILD)/test_hostile "$(BUILD)/replay $(CORPUS)" $(BUILD)/test_threads \
            $(BUILD)/test_mathf $(BUILD)/test_decode $(BUILD)/test_backward \
-           "$(BUILD)/test_q8 $(Q8CASES)" "$(BUILD)/test_q8_single $(Q8CASES)"
+           "$(BUILD)/test_q8 $(Q8CASES)" "$(BUILD)/test_q8_single $(Q8CASES)" "$(BUILD)/test_q16 $(Q16CASES)"
 # The fast path (MHA_FAST 1): test_fast against the reference, once per vector
 # unit, and the whole suite once more on the fast path. The SIMD builds run
 # only where the CPU has the instructions (tests/if_cpu.sh).
@@ -143,7 +146,8 @@ CONTRACT = $(BUILD)/include_twice $(BUILD)/static_pair $(BUILD)/cpp_tu $(BUILD)/
 all: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_mathf \
      $(BUILD)/test_fast $(FASTSIMD) $(BUILD)/test_mha_fast $(BUILD)/test_decode $(BUILD)/test_decode_portable \
      $(BUILD)/test_decode_fast $(DECODESIMD) $(BUILD)/test_backward $(BUILD)/test_backward_portable \
-     $(BUILD)/test_backward_fast $(BUILD)/test_q8 $(BUILD)/test_q8_single $(Q8CASES) $(CONTRACT) \
+     $(BUILD)/test_backward_fast $(BUILD)/test_q8 $(BUILD)/test_q8_single $(Q8CASES) $(BUILD)/test_q16 $(Q16CASES) \
+     $(CONTRACT) \
      $(EXBINS) $(MODELS)
 
 $(BUILD):
@@ -219,6 +223,13 @@ $(BUILD)/test_q8: $(BUILD)/t_test_q8.o $(BUILD)/impl_ref.o | $(BUILD)
 	$(CC) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test_q8_single: $(BUILD)/t_test_q8.o $(BUILD)/impl_q8single.o | $(BUILD)
+	$(CC) $^ -o $@ $(LDLIBS)
+
+# the 16x8 path against tests/q16_ref.py (numpy), bit for bit: 1000 cases written at build time
+$(BUILD)/q16_cases.bin: tests/q16_ref.py tests/q8_ref.py | $(BUILD)
+	$(PYTHON) tests/q16_ref.py $@ --cases 1000
+
+$(BUILD)/test_q16: $(BUILD)/t_test_q16.o $(BUILD)/impl_ref.o | $(BUILD)
 	$(CC) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/test_threads: $(THREADS) $(TESTDEP) $(BUILD)/impl_ref.o | $(BUILD)

@@ -740,6 +740,45 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
                                  int32_t batch, int32_t n, int32_t m, const int8_t *queries, const int8_t *keys,
                                  const int8_t *values, const mha_mask *mask, int8_t *out, void *workspace,
                                  size_t workspace_bytes);
+/* 16x8: the layer with int16 activations and int8 weights, TFLite's 16x8
+   quantisation (docs/int8.md, "16x8"): every activation (the queries, keys
+   and values given, the projected q, k, v, the heads, out) int16 with one
+   scale and zero point 0; weights int8 per row as for int8; biases int64
+   (scale s_in s_w[row]); the sums int64; the softmax TFLite's int16 one
+   (its exp and 1/(1 + x) tables). The weights as mha_q8_weights' but for
+   the biases' type; mha_q16_prepare fills r_q .. r_o. */
+typedef struct mha_q16_weights {
+    const int8_t *w_q;         /* [heads*p_q][d_q] */
+    const int64_t *b_q;        /* [heads*p_q] */
+    const mha_q8_rescale *r_q; /* [heads*p_q] */
+    const int8_t *w_k;         /* [kv_heads*p_k][d_k] */
+    const int64_t *b_k;
+    const mha_q8_rescale *r_k;
+    const int8_t *w_v;         /* [kv_heads*p_v][d_v] */
+    const int64_t *b_v;
+    const mha_q8_rescale *r_v;
+    const int8_t *w_o;         /* [p_o][heads*p_v] */
+    const int64_t *b_o;
+    const mha_q8_rescale *r_o; /* [p_o] */
+} mha_q16_weights;
+/* The rescales of a shape, as mha_q8_prepare (rows: mha_q8_rows(shape)),
+   with the attend stage's score factor s_q s_k scale 65535 / 10 (a score
+   difference to the exp table's input) and every zero point of p set to 0.
+   Each rescale's shift must be at most 7 (a factor below 128), else
+   MHA_ERR_SHAPE. */
+MHADEF mha_status mha_q16_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q16_weights *w,
+                                  mha_q8_params *p, mha_q8_rescale *rows, size_t count);
+/* mha_forward in 16x8: queries [batch][n][d_q], keys [batch][m][d_k],
+   values [batch][m][d_v], out [batch][n][p_o], all int16; the workspace
+   mha_q16_workspace_size(shape, batch, n, m) bytes, any alignment. As
+   mha_forward_q8 (masks, GQA, statuses, nothing written on an error), with
+   m <= 65535 (the softmax's int32 sum); also MHA_ERR_SHAPE for a zero
+   point of p that is not 0 or a rescale with a shift above 7. */
+MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m);
+MHADEF mha_status mha_forward_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                  int32_t batch, int32_t n, int32_t m, const int16_t *queries, const int16_t *keys,
+                                  const int16_t *values, const mha_mask *mask, int16_t *out, void *workspace,
+                                  size_t workspace_bytes);
 
 #ifdef __cplusplus
 }
@@ -6897,13 +6936,20 @@ typedef char mha__q8_scales_holds[offsetof(mha_q8_scales, out) - offsetof(mha_q8
                                       ? 1
                                       : -1];
 
-MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q8_weights *w,
-                                 mha_q8_params *p, mha_q8_rescale *rows, size_t count) {
+/* mha_q8_prepare's and mha_q16_prepare's work before they write w and p:
+   the checks, then the attend stage's two rescales into sh (score's factor
+   s_q s_k scale log2(e) 2^16, or for 16x8 (wide) s_q s_k scale 65535 / 10)
+   and each row's into rows once all are made; every shift at most 7 where
+   wide. */
+MHA__PRIVATE mha_status mha__q8_prep(const mha_shape *shape, const mha_q8_scales *scales, const void *w, const void *p,
+                                     mha_q8_rescale *rows, size_t count, int wide, mha_q8_rescale sh[2],
+                                     size_t ends[4]) {
     static const double log2e = 1.4426950408889634;
-    mha_q8_rescale score, head;
-    size_t r, ends[4];
+    const int32_t lim = wide ? 7 : 30;
+    size_t r;
     mha_status st = mha__q8_ends(shape, ends);
     volatile float root, scale;
+    double fs;
     if (st != MHA_OK) return st;
     if (!scales || !w || !p || !rows || !scales->w_q || !scales->w_k || !scales->w_v || !scales->w_o)
         return MHA_ERR_NULL;
@@ -6915,10 +6961,11 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
     root = MHA_SQRTF((float)shape->p_k); /* through a volatile float: rounded to float also on x87 */
     scale = shape->scale != 0.0f ? shape->scale : 1.0f / root;
     /* 1. the attend stage's two (a negative scale is not a rescale) */
-    if (!(scale > 0.0f) ||
-        mha_q8_rescale_make((double)((double)((double)scales->q * (double)scales->k) * (double)scale) * log2e * 65536.0,
-                            &score) != MHA_OK ||
-        mha_q8_rescale_make((double)((double)scales->v / 32768.0) / (double)scales->heads, &head) != MHA_OK)
+    fs = (double)((double)((double)scales->q * (double)scales->k) * (double)scale);
+    fs = wide ? fs / (10.0 / 65535.0) : fs * log2e * 65536.0;
+    if (!(scale > 0.0f) || mha_q8_rescale_make(fs, &sh[0]) != MHA_OK ||
+        mha_q8_rescale_make((double)((double)scales->v / 32768.0) / (double)scales->heads, &sh[1]) != MHA_OK ||
+        sh[0].shift > lim || sh[1].shift > lim)
         return MHA_ERR_SHAPE;
     /* 2. a row's: s_in s_w[row] / s_out, checked before any is written */
     for (r = 0; r < 2 * ends[3]; ++r) {
@@ -6929,16 +6976,25 @@ MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *sc
         const float s = sw[k - (part ? ends[part - 1] : 0)];
         mha_q8_rescale one;
         if (!(s > 0.0f && s <= FLT_MAX) ||
-            mha_q8_rescale_make((double)((double)in * (double)s) / (double)to, &one) != MHA_OK)
+            mha_q8_rescale_make((double)((double)in * (double)s) / (double)to, &one) != MHA_OK || one.shift > lim)
             return MHA_ERR_SHAPE;
         if (r >= ends[3]) rows[k] = one; /* the second round writes */
     }
+    return MHA_OK;
+}
+
+MHADEF mha_status mha_q8_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q8_weights *w,
+                                 mha_q8_params *p, mha_q8_rescale *rows, size_t count) {
+    mha_q8_rescale sh[2];
+    size_t ends[4];
+    mha_status st = mha__q8_prep(shape, scales, w, p, rows, count, 0, sh, ends);
+    if (st != MHA_OK) return st;
     w->r_q = rows;
     w->r_k = rows + ends[0];
     w->r_v = rows + ends[1];
     w->r_o = rows + ends[2];
-    p->score = score;
-    p->head = head;
+    p->score = sh[0];
+    p->head = sh[1];
     return MHA_OK;
 }
 
@@ -7691,6 +7747,311 @@ MHADEF mha_status mha_forward_q8(const mha_shape *shape, const mha_q8_weights *w
     int st = mha__q8_enter(shape, w, p, batch, n, m, queries, keys, values, mask, out, workspace, workspace_bytes);
     if (st != MHA__RUN) return (mha_status)st;
     mha__q8_compute(mha__q8_state(workspace));
+    return MHA_OK;
+}
+
+/* ---- 16x8 ------------------------------------------------------------------
+   mha_forward_q16: int16 activations, int8 weights (docs/int8.md, "16x8").
+   The int8 path's checks of the shape and the arrays' sizes, the masks' rules
+   (mha__visible), and its own leaves: the int64 rescale, the linear stage and
+   the attend stage with TFLite's int16 softmax. */
+
+/* TFLite's tables for its int16 softmax (tests/q16_ref.py --tables): e^x
+   for x in [-10, 0] and 1 / (1 + x) for x in [0, 1], 512 steps, in Q15. */
+static const int16_t mha__q16_exp[513] = {
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7,
+    7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 12, 12, 12, 12, 13, 13,
+    13, 13, 14, 14, 14, 14, 15, 15, 15, 16, 16, 16, 17, 17, 17, 18, 18, 18, 19, 19, 19, 20, 20, 21, 21, 21, 22, 22, 23,
+    23, 24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 31, 32, 32, 33, 34, 34, 35, 36, 36, 37, 37, 38, 39, 40,
+    40, 42, 42, 43, 44, 45, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 59, 60, 60, 62, 63, 65, 65, 67, 68, 69,
+    71, 73, 74, 75, 77, 78, 80, 81, 83, 85, 86, 88, 90, 92, 93, 95, 97, 99, 101, 103, 105, 107, 109, 112, 114, 116, 118,
+    121, 123, 126, 128, 131, 133, 135, 139, 141, 144, 147, 149, 152, 155, 158, 162, 165, 168, 171, 174, 178, 181, 185,
+    189, 192, 196, 200, 204, 208, 212, 217, 221, 225, 230, 234, 239, 243, 248, 253, 258, 263, 268, 273, 279, 284, 290,
+    296, 302, 308, 314, 320, 327, 333, 340, 346, 353, 360, 366, 374, 381, 389, 397, 404, 413, 421, 429, 437, 446, 455,
+    464, 473, 482, 492, 501, 511, 522, 532, 543, 553, 564, 575, 586, 598, 610, 622, 634, 646, 659, 672, 685, 699, 713,
+    727, 741, 756, 771, 786, 801, 817, 833, 850, 866, 884, 901, 919, 937, 955, 974, 993, 1013, 1033, 1053, 1074, 1095,
+    1117, 1139, 1161, 1184, 1207, 1232, 1256, 1281, 1306, 1332, 1358, 1385, 1412, 1440, 1468, 1497, 1527, 1557, 1587,
+    1619, 1651, 1683, 1716, 1750, 1785, 1820, 1856, 1892, 1930, 1968, 2006, 2046, 2087, 2128, 2170, 2212, 2256, 2300,
+    2346, 2392, 2439, 2488, 2537, 2587, 2638, 2690, 2743, 2796, 2852, 2908, 2966, 3024, 3084, 3145, 3207, 3270, 3334,
+    3400, 3467, 3535, 3605, 3677, 3749, 3822, 3898, 3975, 4053, 4133, 4214, 4297, 4383, 4469, 4557, 4647, 4739, 4833,
+    4927, 5024, 5124, 5225, 5328, 5433, 5541, 5649, 5761, 5875, 5991, 6109, 6230, 6352, 6477, 6605, 6736, 6868, 7004,
+    7141, 7282, 7427, 7572, 7722, 7874, 8030, 8188, 8350, 8514, 8683, 8854, 9028, 9206, 9387, 9572, 9762, 9954, 10151,
+    10351, 10555, 10763, 10976, 11191, 11412, 11637, 11867, 12102, 12341, 12583, 12831, 13085, 13342, 13606, 13874,
+    14148, 14427, 14711, 15002, 15297, 15599, 15907, 16221, 16541, 16867, 17199, 17539, 17884, 18237, 18597, 18964,
+    19338, 19719, 20108, 20505, 20909, 21322, 21742, 22171, 22608, 23054, 23509, 23973, 24445, 24928, 25419, 25921,
+    26432, 26953, 27485, 28027, 28580, 29143, 29718, 30304, 30902, 31512, 32133, 32767};
+static const int16_t mha__q16_recip[513] = {
+    32767, 32704, 32640, 32578, 32514, 32451, 32388, 32326, 32264, 32202, 32141, 32079, 32018, 31957, 31896, 31835,
+    31775, 31715, 31655, 31596, 31537, 31476, 31418, 31359, 31301, 31242, 31184, 31127, 31069, 31011, 30954, 30897,
+    30840, 30784, 30727, 30671, 30615, 30560, 30504, 30449, 30394, 30339, 30283, 30229, 30175, 30121, 30067, 30013,
+    29960, 29906, 29853, 29800, 29746, 29694, 29642, 29589, 29537, 29486, 29434, 29382, 29331, 29280, 29229, 29177,
+    29127, 29076, 29026, 28976, 28926, 28877, 28827, 28777, 28728, 28679, 28630, 28581, 28532, 28484, 28436, 28388,
+    28340, 28292, 28244, 28197, 28150, 28103, 28056, 28008, 27962, 27915, 27869, 27823, 27777, 27731, 27685, 27640,
+    27594, 27549, 27504, 27459, 27413, 27369, 27324, 27280, 27236, 27192, 27148, 27104, 27060, 27016, 26973, 26930,
+    26887, 26844, 26801, 26758, 26715, 26673, 26630, 26588, 26546, 26504, 26463, 26421, 26380, 26338, 26297, 26255,
+    26214, 26174, 26132, 26092, 26051, 26011, 25971, 25931, 25891, 25851, 25811, 25772, 25732, 25693, 25653, 25614,
+    25575, 25536, 25497, 25458, 25420, 25381, 25343, 25305, 25267, 25229, 25191, 25153, 25116, 25078, 25041, 25003,
+    24967, 24928, 24892, 24855, 24818, 24781, 24745, 24709, 24672, 24636, 24600, 24564, 24528, 24492, 24457, 24421,
+    24385, 24350, 24315, 24280, 24245, 24210, 24175, 24140, 24105, 24070, 24036, 24002, 23967, 23933, 23899, 23865,
+    23831, 23798, 23764, 23730, 23697, 23664, 23630, 23597, 23564, 23530, 23498, 23465, 23432, 23399, 23366, 23334,
+    23302, 23269, 23237, 23205, 23173, 23141, 23109, 23077, 23046, 23014, 22982, 22951, 22920, 22888, 22857, 22826,
+    22795, 22764, 22733, 22703, 22672, 22641, 22611, 22580, 22550, 22520, 22490, 22459, 22429, 22400, 22370, 22340,
+    22310, 22281, 22251, 22221, 22192, 22163, 22134, 22104, 22075, 22046, 22017, 21988, 21959, 21931, 21902, 21874,
+    21845, 21817, 21788, 21760, 21732, 21704, 21676, 21648, 21620, 21592, 21565, 21537, 21509, 21482, 21455, 21427,
+    21400, 21372, 21345, 21318, 21291, 21264, 21237, 21210, 21183, 21157, 21130, 21103, 21077, 21050, 21024, 20998,
+    20971, 20945, 20919, 20893, 20867, 20841, 20815, 20790, 20764, 20738, 20713, 20687, 20662, 20636, 20611, 20586,
+    20560, 20535, 20510, 20485, 20460, 20435, 20410, 20385, 20360, 20336, 20311, 20287, 20262, 20238, 20213, 20189,
+    20165, 20141, 20117, 20092, 20068, 20044, 20021, 19997, 19973, 19949, 19926, 19902, 19878, 19855, 19832, 19808,
+    19784, 19762, 19738, 19715, 19692, 19668, 19645, 19622, 19600, 19577, 19553, 19531, 19508, 19485, 19463, 19440,
+    19418, 19395, 19373, 19351, 19328, 19306, 19284, 19262, 19240, 19218, 19196, 19174, 19152, 19130, 19109, 19087,
+    19065, 19044, 19022, 19000, 18979, 18958, 18936, 18915, 18893, 18872, 18851, 18830, 18809, 18787, 18766, 18745,
+    18725, 18704, 18682, 18662, 18641, 18620, 18600, 18579, 18559, 18538, 18518, 18497, 18477, 18457, 18436, 18416,
+    18396, 18376, 18356, 18336, 18316, 18296, 18276, 18256, 18236, 18216, 18197, 18177, 18157, 18138, 18118, 18099,
+    18079, 18059, 18040, 18021, 18001, 17982, 17963, 17944, 17924, 17905, 17886, 17867, 17848, 17829, 17810, 17791,
+    17772, 17754, 17735, 17716, 17697, 17679, 17660, 17641, 17623, 17604, 17586, 17568, 17549, 17531, 17513, 17494,
+    17476, 17458, 17440, 17422, 17404, 17386, 17368, 17350, 17332, 17314, 17296, 17278, 17261, 17243, 17225, 17208,
+    17190, 17172, 17155, 17137, 17120, 17102, 17085, 17067, 17050, 17033, 17015, 16999, 16981, 16964, 16947, 16930,
+    16913, 16895, 16878, 16862, 16845, 16828, 16810, 16794, 16777, 16760, 16743, 16727, 16710, 16693, 16677, 16660,
+    16644, 16627, 16611, 16594, 16578, 16562, 16545, 16529, 16513, 16497, 16480, 16464, 16448, 16432, 16416, 16400,
+    16384};
+
+/* The table t at v in [-32768, 32767]: entry (v + 32768) / 128, plus the
+   slope to the next times the remainder, in 128ths rounded (ties up). */
+MHA__PRIVATE int32_t mha__q16_lut(int32_t v, const int16_t *t) {
+    const uint32_t u = (uint32_t)(v + 32768), i = u >> 7;
+    return t[i] + mha__q8_asr32((t[i + 1] - t[i]) * (int32_t)(u & 127u) + 64, 7);
+}
+
+/* x times r with its multiplier rounded to 16 bits, ties up (TFLite's int64
+   MultiplyByQuantizedMultiplier; r's shift <= 7), x first saturated to
+   [-2^47, 2^47) (TFLite: undefined past it); |result| < 2^54.
+   mha__q16_rescale: then clamped to int16. */
+MHA__PRIVATE int64_t mha__q16_mul(int64_t x, mha_q8_rescale r) {
+    const int64_t lim = (int64_t)1 << 47;
+    const int64_t red = r.multiplier < 0x7FFF0000 ? (r.multiplier + ((int32_t)1 << 15)) >> 16 : 0x7FFF;
+    const int32_t total = 15 - r.shift; /* 8 .. 46 */
+    x = x < -lim ? -lim : x >= lim ? lim - 1 : x;
+    return mha__q8_asr(x * red + ((int64_t)1 << (total - 1)), total);
+}
+MHA__PRIVATE int16_t mha__q16_rescale(int64_t x, mha_q8_rescale r) {
+    x = mha__q16_mul(x, r);
+    return (int16_t)(x > 32767 ? 32767 : x < -32768 ? -32768 : x);
+}
+
+/* One call of the 16x8 path: the sizes (z, as the int8 path's), its arrays
+   and the workspace's parts. */
+typedef struct mha__q16 {
+    mha__q8 z; /* h .. m (mha__q8_sizes); its pointers are not used */
+    const mha_q16_weights *w;
+    const mha_q8_params *p;
+    const mha_mask *mask;
+    const int16_t *queries, *keys, *values;
+    int16_t *out;
+    int64_t *sc; /* [m]: a row's scores, exps, then probabilities */
+    int16_t *kp; /* [m][kv*p_k]: the projected keys, all kv heads of key j side by side */
+    int16_t *vp; /* [m][kv*p_v] */
+    int16_t *qp; /* [h*p_q]: one query row projected */
+    int16_t *cat; /* [h*p_v]: its heads */
+} mha__q16;
+
+/* The linear stage `which` (0 q, 1 k, 2 v, 3 o) of one row x:
+   y[r] = rescale_r(sum_c W[r][c] x_c + b[r]), clamped to int16; the sum in
+   int64 (|sum| < 2^38), the bias saturated into [-2^47, 2^47] first. */
+MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x, int16_t *y) {
+    const mha_q16_weights *w = c->w;
+    const mha__q8 *z = &c->z;
+    const int8_t *wt = which == 0 ? w->w_q : which == 1 ? w->w_k : which == 2 ? w->w_v : w->w_o;
+    const int64_t *bias = which == 0 ? w->b_q : which == 1 ? w->b_k : which == 2 ? w->b_v : w->b_o;
+    const mha_q8_rescale *rs = which == 0 ? w->r_q : which == 1 ? w->r_k : which == 2 ? w->r_v : w->r_o;
+    const size_t rows = which == 0 ? z->h * z->pq : which == 1 ? z->kv * z->pk : which == 2 ? z->kv * z->pv : z->po;
+    const size_t d = which == 0 ? z->dq : which == 1 ? z->dk : which == 2 ? z->dv : z->h * z->pv;
+    const int64_t lim = (int64_t)1 << 47;
+    size_t r, k;
+    for (r = 0; r < rows; ++r) {
+        const int8_t *wr = wt + r * d;
+        int64_t acc = 0, b = bias ? bias[r] : 0;
+        for (k = 0; k < d; ++k) acc += (int32_t)wr[k] * (int32_t)x[k];
+        y[r] = mha__q16_rescale(acc + (b < -lim ? -lim : b > lim ? lim : b), rs[r]);
+    }
+}
+
+/* The attend stage for one query row (its projection in qp) and head i,
+   over keys 0 .. hi-1 where keep (NULL: all) is nonzero: heads' block i of
+   cat.
+     1. S_j = sum_a q_a k_ja (int64, |S_j| < 2^44) and their max M
+     2. e_j = exp table at clamp(rescale_score(S_j - M) + 32767) (int16),
+        their sum (< 2^31: m <= 65535)
+     3. with h the sum's leading zeros (as uint32), the table 1 / (1 + x) at
+        clamp(((sum 2^(h-1) + 2^13) >> 14) - 98304) gives R, and
+        p_j = (e_j R + 2^(30-h)) >> (31-h), clamped to [0, 32767]: Q15
+     4. head_a = rescale_head(sum_j p_j v_ja), clamped; no key seen: 0 */
+MHA__PRIVATE void mha__q16_attend(const mha__q16 *c, size_t i, size_t hi, const uint8_t *keep) {
+    const mha__q8 *z = &c->z;
+    const size_t kst = z->kv * z->pk, vst = z->kv * z->pv;
+    const int16_t *q = c->qp + i * z->pq, *ka = c->kp + i / z->grp * z->pk, *va = c->vp + i / z->grp * z->pv;
+    int16_t *ho = c->cat + i * z->pv;
+    int64_t *sc = c->sc, mx = INT64_MIN, acc;
+    uint32_t sum = 0, x;
+    int32_t h = 0, recip, sym;
+    size_t j, a;
+    /* 1. */
+    for (j = 0; j < hi; ++j) {
+        if (keep && !keep[j]) {
+            sc[j] = INT64_MIN; /* below every score */
+            continue;
+        }
+        for (acc = 0, a = 0; a < z->pq; ++a) acc += (int32_t)q[a] * (int32_t)ka[j * kst + a];
+        sc[j] = acc;
+        mx = acc > mx ? acc : mx;
+    }
+    if (mx == INT64_MIN) { /* no key seen */
+        for (a = 0; a < z->pv; ++a) ho[a] = 0;
+        return;
+    }
+    /* 2. */
+    for (j = 0; j < hi; ++j) {
+        if (sc[j] == INT64_MIN) {
+            sc[j] = 0;
+            continue;
+        }
+        acc = mha__q16_mul(sc[j] - mx, c->p->score) + 32767; /* the product is <= 0 */
+        sc[j] = mha__q16_lut(acc < -32768 ? -32768 : (int32_t)acc, mha__q16_exp);
+        sum += (uint32_t)sc[j];
+    }
+    /* 3. sum >= the max's e (about 32767): h <= 17 */
+    for (x = sum; !(x & 0x80000000u); x <<= 1) ++h;
+    sym = (int32_t)((((uint32_t)sum << (h - 1)) + ((uint32_t)1 << 13)) >> 14) - 98304;
+    recip = mha__q16_lut(sym > 32767 ? 32767 : sym, mha__q16_recip);
+    for (j = 0; j < hi; ++j) {
+        const int64_t p = (sc[j] * recip + ((int64_t)1 << (30 - h))) >> (31 - h); /* >= 0 */
+        sc[j] = p > 32767 ? 32767 : p;
+    }
+    /* 4. |sum| < (2^15 + m) 2^15 */
+    for (a = 0; a < z->pv; ++a) {
+        for (acc = 0, j = 0; j < hi; ++j) acc += sc[j] * va[j * vst + a];
+        ho[a] = mha__q16_rescale(acc, c->p->head);
+    }
+}
+
+/* mha_forward_q16's stages over batch entry b: keys and values projected
+   (every kv head), then each query row projected, attended by every head,
+   and its output. */
+MHA__PRIVATE void mha__q16_compute(const mha__q16 *c) {
+    const mha__q8 *z = &c->z;
+    size_t b, j, t, i;
+    for (b = 0; b < z->batch; ++b) {
+        for (j = 0; j < z->m; ++j) {
+            mha__q16_linear(c, 1, c->keys + (b * z->m + j) * z->dk, c->kp + j * z->kv * z->pk);
+            mha__q16_linear(c, 2, c->values + (b * z->m + j) * z->dv, c->vp + j * z->kv * z->pv);
+        }
+        for (t = 0; t < z->n; ++t) {
+            const size_t row = b * z->n + t, hi = mha__visible(c->mask, b, row, t, z->m);
+            const uint8_t *keep = c->mask && c->mask->keep ? c->mask->keep + row * z->m : NULL;
+            mha__q16_linear(c, 0, c->queries + row * z->dq, c->qp);
+            for (i = 0; i < z->h; ++i) mha__q16_attend(c, i, hi, keep);
+            mha__q16_linear(c, 3, c->cat, c->out + row * z->po);
+        }
+    }
+}
+
+/* The workspace: sc [m] int64 at the first 8-byte boundary, then kp, vp,
+   qp, cat (int16). Its bytes (SIZE_MAX on overflow). */
+MHA__PRIVATE size_t mha__q16_bytes(const mha__q8 *z) {
+    size_t t = mha__mul(z->m, mha__mul(z->kv, mha__add(z->pk, z->pv)));
+    t = mha__add(t, mha__mul(z->h, mha__add(z->pq, z->pv)));
+    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 8)), 7);
+}
+
+MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
+    mha__q8 z;
+    size_t t;
+    if (mha__q8_shape(shape) != MHA_OK || batch < 0 || n < 0 || m < 0 || m > 65535) return 0;
+    mha__q8_sizes(&z, shape);
+    z.m = MHA__SZ(m);
+    t = mha__q16_bytes(&z);
+    return t == SIZE_MAX ? 0 : t;
+}
+
+/* A rescale of the 16x8 path: as int8's, with a shift of at most 7. */
+MHA__PRIVATE int mha__q16_rescale_ok(const mha_q8_rescale *r) { return mha__q8_rescale_ok(r) && r->shift <= 7; }
+
+/* The parameters' checks: every zero point 0, every rescale valid. */
+MHA__PRIVATE int mha__q16_params_ok(const mha__q16 *c) {
+    const mha_q8_params *p = c->p;
+    const mha_q16_weights *w = c->w;
+    size_t k, j;
+    for (k = 0; k < 8; ++k) /* zero_in_q .. zero_out */
+        if (*(const int32_t *)(const void *)((const unsigned char *)p + k * sizeof(int32_t)) != 0) return 0;
+    if (!mha__q16_rescale_ok(&p->score) || !mha__q16_rescale_ok(&p->head)) return 0;
+    for (k = 0; k < 4; ++k) {
+        const mha_q8_rescale *r = k == 0 ? w->r_q : k == 1 ? w->r_k : k == 2 ? w->r_v : w->r_o;
+        const size_t rows = k == 0 ? c->z.h * c->z.pq : k == 1 ? c->z.kv * c->z.pk : k == 2 ? c->z.kv * c->z.pv : c->z.po;
+        for (j = 0; j < rows; ++j)
+            if (!mha__q16_rescale_ok(&r[j])) return 0;
+    }
+    return 1;
+}
+
+MHADEF mha_status mha_q16_prepare(const mha_shape *shape, const mha_q8_scales *scales, mha_q16_weights *w,
+                                  mha_q8_params *p, mha_q8_rescale *rows, size_t count) {
+    mha_q8_rescale sh[2];
+    size_t ends[4], k;
+    mha_status st = mha__q8_prep(shape, scales, w, p, rows, count, 1, sh, ends);
+    if (st != MHA_OK) return st;
+    w->r_q = rows;
+    w->r_k = rows + ends[0];
+    w->r_v = rows + ends[1];
+    w->r_o = rows + ends[2];
+    for (k = 0; k < 8; ++k) /* zero_in_q .. zero_out */
+        *(int32_t *)(void *)((unsigned char *)p + k * sizeof(int32_t)) = 0;
+    p->score = sh[0];
+    p->head = sh[1];
+    return MHA_OK;
+}
+
+/* The checks in the order of the error table (mha_forward_q8's), then the
+   work. */
+MHADEF mha_status mha_forward_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                  int32_t batch, int32_t n, int32_t m, const int16_t *queries, const int16_t *keys,
+                                  const int16_t *values, const mha_mask *mask, int16_t *out, void *workspace,
+                                  size_t workspace_bytes) {
+    mha__q16 c;
+    mha_status st;
+    size_t bytes, t;
+    unsigned char *ws;
+    if (!w || !p) return MHA_ERR_NULL;
+    if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
+    mha__q8_sizes(&c.z, shape);
+    if (batch < 0 || n < 0 || m < 0 || m > 65535 || (mask && mask->bias)) return MHA_ERR_SHAPE;
+    c.z.batch = MHA__SZ(batch);
+    c.z.n = MHA__SZ(n);
+    c.z.m = MHA__SZ(m);
+    c.w = w;
+    c.p = p;
+    c.mask = mask;
+    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
+        !keys || !values || !out)
+        return MHA_ERR_NULL;
+    bytes = mha__q16_bytes(&c.z);
+    if (bytes == SIZE_MAX || !mha__q8_fits(&c.z, mask && mask->keep)) return MHA_ERR_OVERFLOW;
+    if (!mha__q16_params_ok(&c)) return MHA_ERR_SHAPE;
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    if (mask && mask->valid_lens)
+        for (t = 0; t < c.z.batch * (mask->valid_lens_per_query ? c.z.n : 1); ++t)
+            if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.z.m) return MHA_ERR_MASK;
+    if (c.z.batch == 0 || c.z.n == 0) return MHA_OK;
+    c.queries = queries;
+    c.keys = keys;
+    c.values = values;
+    c.out = out;
+    ws = (unsigned char *)workspace + (8 - (uintptr_t)workspace % 8) % 8;
+    c.sc = (int64_t *)(void *)ws;
+    c.kp = (int16_t *)(void *)(ws + c.z.m * 8);
+    c.vp = c.kp + c.z.m * c.z.kv * c.z.pk;
+    c.qp = c.vp + c.z.m * c.z.kv * c.z.pv;
+    c.cat = c.qp + c.z.h * c.z.pq;
+    mha__q16_compute(&c);
     return MHA_OK;
 }
 
