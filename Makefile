@@ -226,9 +226,11 @@ $(BUILD)/test_q8_single: $(BUILD)/t_test_q8.o $(BUILD)/impl_q8single.o | $(BUILD
 	$(CC) $^ -o $@ $(LDLIBS)
 
 # the 16x8 path against tests/q16_ref.py (numpy), bit for bit: 1000 cases written at build time
+# (12 more are in tests/ref_q16_small.h)
 $(BUILD)/q16_cases.bin: tests/q16_ref.py tests/q8_ref.py | $(BUILD)
 	$(PYTHON) tests/q16_ref.py $@ --cases 1000
 
+$(BUILD)/t_test_q16.o: tests/ref_q16_small.h
 $(BUILD)/test_q16: $(BUILD)/t_test_q16.o $(BUILD)/impl_ref.o | $(BUILD)
 	$(CC) $^ -o $@ $(LDLIBS)
 

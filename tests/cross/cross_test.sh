@@ -23,7 +23,9 @@
 #   the M55, and with the plain C ones), and tests/q8_paths.c: each core's
 #   int8 kernels against its plain C on 150 random problems of larger sizes
 #   (and a decoding step each), bit for bit;
-#   on the Linux targets also 1000 written here;
+#   on the Linux targets also 1000 written here; there too the 16x8 path
+#   (tests/test_q16.c) on the 1000 cases of tests/q16_ref.py, bit for bit, and
+#   on the Cortex-M cores on the 12 of tests/ref_q16_small.h;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
 #   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
@@ -80,6 +82,7 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c "$B/$name-impl.o" -lm || ok=0 # SMLAD where the core has DSP
     build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c tests/test_impl.c -lm || ok=0
     build "$B/$name-q8paths.elf" $cc tests/q8_paths.c tests/q8_paths_plain.c -lm || ok=0 # this core's kernels vs plain C
+    build "$B/$name-q16.elf" $cc tests/test_q16.c "$B/$name-impl.o" -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     helium=""
     if [ "$name" = cortex-m55 ]; then # the fast path's Helium kernels (MHA_FAST 1) against the reference
@@ -99,13 +102,13 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
         "timeout 300 $run $B/$name-q8.elf" "timeout 300 $run $B/$name-q8-plain.elf" "timeout 300 $run $B/$name-q8paths.elf" \
-        "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
+        "timeout 300 $run $B/$name-q16.elf" "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
     if [ -n "$helium" ]; then
         out2=$(IFS='|'; sh tests/run.sh $helium 2>&1)
         printf '%s\n' "$out2" | grep -E '^== |passed,|ulp|random problems|FAIL|fault'
         add "$name Helium fast path" "$out2"
     fi
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]|^q8 paths' 
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]|^q8 paths|^q16: [0-9]' 
     add "$name" "$out"
 }
 target && cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
@@ -205,6 +208,7 @@ linux() { # linux NAME RUNNER CC ARGS...
     build "$B/$name-decode-fast" "$@" -O2 -std=c99 -DMHA_FAST=1 $fsmall -Itests tests/test_decode.c "$fimpl" -lm ||
         ok=0
     build "$B/$name-q8" "$@" -O2 -std=c99 -DQ8_EXP_STRIDE=7 -Itests tests/test_q8.c "$impl" -lm || ok=0
+    build "$B/$name-q16" "$@" -O2 -std=c99 -Itests tests/test_q16.c "$impl" -lm || ok=0
     # aarch64 also with MHA_NO_SIMD: the portable code in GNU C vectors on NEON registers
     fastp=""
     if [ "$name" = aarch64 ]; then
@@ -217,8 +221,8 @@ linux() { # linux NAME RUNNER CC ARGS...
         "$runner $B/$name-threads" "$runner $B/$name-mathf" "$runner $B/$name-static" "$runner $B/$name-twice" \
         "$runner $B/$name-fast$fargs" "$runner $B/$name-mha-fast" "$runner $B/$name-decode" "$runner $B/$name-backward" \
         "$runner $B/$name-backward-fast" "$runner $B/$name-decode-fast" "$runner $B/$name-q8 $B/q8_cases.bin" \
-        ${fastp:+"$fastp"} 2>&1)
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL|^q8: [0-9]' | sed "s|$CORPUS|corpus|"
+        "$runner $B/$name-q16 $B/q16_cases.bin" ${fastp:+"$fastp"} 2>&1)
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|random problems|FAIL|^q8: [0-9]|^q16: [0-9]' | sed "s|$CORPUS|corpus|"
     add "$name" "$out"
 }
 target && linux s390x qemu-s390x s390x-linux-gnu-gcc -static
@@ -272,6 +276,7 @@ target && compile_only rv32imac 0 riscv64-unknown-elf-gcc -march=rv32imac -mabi=
 # the pool: the int8 cases of tests/q8_ref.py (numpy) for test_q8 on the Linux targets first, then
 # every target once, JOBS at a time, the longest first; their outputs in order, and the total
 ${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$B/q8_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q8_cases.bin"
+${PYTHON:-/usr/bin/python3} tests/q16_ref.py "$B/q16_cases.bin" --cases 1000 > /dev/null || rm -f "$B/q16_cases.bin"
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
 first="12 10 11 8" # the targets that take longest (i386, s390x, aarch64, the instruction report), started first
 order="$first"

@@ -39,7 +39,12 @@
    exactly when one is out of the docs' ranges (a shift outside [-31, 30]
    whatever the multiplier, a multiplier neither 0 nor in [2^30, 2^31), a
    zero point outside int8), MHA_OK otherwise, with out untouched on an
-   error and no undefined behaviour on the way (UBSan).
+   error and no undefined behaviour on the way (UBSan). Where it does not
+   (its choice byte even), the byte may drive mha_forward_q16 instead (fz_q16):
+   int16 data, int8 weights, int64 biases (their extremes too), the same
+   rescales and zero points of 0 or not; MHA_ERR_SHAPE exactly when a zero
+   point is not 0 or a rescale is out of the int8 ranges or has a shift
+   above 7, MHA_OK otherwise, out untouched on an error.
    A failed check aborts, which libFuzzer reports with the input.
    Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
    runs the committed corpus through the same function without libFuzzer. */
@@ -55,7 +60,7 @@
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
 unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-    fuzz_count_backward, fuzz_count_q8;
+    fuzz_count_backward, fuzz_count_q8, fuzz_count_q16;
 
 typedef struct fuzz_reader {
     const uint8_t *p;
@@ -299,6 +304,8 @@ static mha_q8_rescale fz_rescale(fuzz_reader *r, int *ok) {
     return x;
 }
 
+static void fz_q16(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, int32_t m, const mha_mask *mask);
+
 /* mha_forward_q8 on the sizes and mask of a case that mha_forward took (see
    the top). */
 static void fz_q8(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, int32_t m, const mha_mask *mask) {
@@ -318,7 +325,10 @@ static void fz_q8(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, 
     void *ws;
     int ok = 1, untouched = 1;
     mha_status want, got;
-    if (fz_byte(r) % 2 == 0) return; /* no int8 call this time */
+    const uint8_t choice = fz_byte(r);
+    if (s->score != MHA_SCORE_DOT || s->rope_dim || s->alibi || s->softcap != 0.0f || (mask && mask->bias)) return;
+    if (choice % 4 == 2) fz_q16(r, s, batch, n, m, mask);
+    if (choice % 2 == 0) return; /* no int8 call this time */
     if (s->score != MHA_SCORE_DOT || s->rope_dim || s->alibi || s->softcap != 0.0f || (mask && mask->bias)) return;
     for (t = 0; t < 4; ++t) {
         wt[t] = (int8_t *)malloc(nw[t] ? nw[t] : 1);
@@ -349,6 +359,75 @@ static void fz_q8(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, 
     for (t = 0; t < 4; ++t) {
         free(wt[t]);
         free(x[t]);
+        free(rs[t]);
+    }
+    free(ws);
+}
+
+/* mha_forward_q16 on the sizes and mask of a case that mha_forward took (see
+   the top). */
+static void fz_q16(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, int32_t m, const mha_mask *mask) {
+    const int32_t H = s->heads, KV = s->kv_heads ? s->kv_heads : s->heads;
+    const size_t nr[4] = {(size_t)H * (size_t)s->p_q, (size_t)KV * (size_t)s->p_k, (size_t)KV * (size_t)s->p_v,
+                          (size_t)s->p_o};
+    const size_t nw[4] = {nr[0] * (size_t)s->d_q, nr[1] * (size_t)s->d_k, nr[2] * (size_t)s->d_v,
+                          nr[3] * (size_t)H * (size_t)s->p_v};
+    const size_t nx[4] = {(size_t)batch * (size_t)n * (size_t)s->d_q, (size_t)batch * (size_t)m * (size_t)s->d_k,
+                          (size_t)batch * (size_t)m * (size_t)s->d_v, (size_t)batch * (size_t)n * (size_t)s->p_o};
+    int8_t *wt[4];
+    int16_t *x[4];
+    int64_t *bs[4];
+    mha_q8_rescale *rs[4];
+    mha_q16_weights w;
+    mha_q8_params p;
+    int32_t *zero = &p.zero_in_q;
+    size_t bytes, j, t;
+    void *ws;
+    int ok = 1, untouched = 1;
+    mha_status want, got;
+    for (t = 0; t < 4; ++t) {
+        wt[t] = (int8_t *)malloc(nw[t] ? nw[t] : 1);
+        x[t] = (int16_t *)malloc((nx[t] ? nx[t] : 1) * sizeof(int16_t));
+        bs[t] = (int64_t *)malloc((nr[t] ? nr[t] : 1) * sizeof(int64_t));
+        rs[t] = (mha_q8_rescale *)malloc((nr[t] ? nr[t] : 1) * sizeof(mha_q8_rescale));
+        for (j = 0; j < nw[t]; ++j) wt[t][j] = (int8_t)fz_byte(r);
+        for (j = 0; j < nx[t]; ++j) /* out: a canary */
+            x[t][j] = (int16_t)(t == 3 ? 0x5a5a : (int32_t)((uint32_t)fz_byte(r) << 8 | fz_byte(r)) - 32768);
+        for (j = 0; j < nr[t]; ++j) { /* small, or an extreme of int64 */
+            const uint8_t b = fz_byte(r);
+            bs[t][j] = b == 255 ? INT64_MAX : b == 254 ? INT64_MIN : ((int64_t)b - 128) * 4099;
+        }
+        for (j = 0; j < nr[t]; ++j) {
+            rs[t][j] = fz_rescale(r, &ok);
+            if (rs[t][j].shift > 7) ok = 0;
+        }
+    }
+    for (j = 0; j < 8; ++j) { /* zero_in_q .. zero_out: 0, sometimes not */
+        const uint8_t b = fz_byte(r);
+        zero[j] = b >= 250 ? (int32_t)b - 252 : 0;
+        if (zero[j]) ok = 0;
+    }
+    p.score = fz_rescale(r, &ok);
+    p.head = fz_rescale(r, &ok);
+    if (p.score.shift > 7 || p.head.shift > 7) ok = 0;
+    memset(&w, 0, sizeof w);
+    w.w_q = wt[0]; w.w_k = wt[1]; w.w_v = wt[2]; w.w_o = wt[3];
+    w.r_q = rs[0]; w.r_k = rs[1]; w.r_v = rs[2]; w.r_o = rs[3];
+    if (fz_byte(r) % 2) {
+        w.b_q = bs[0]; w.b_k = bs[1]; w.b_v = bs[2]; w.b_o = bs[3];
+    }
+    bytes = mha_q16_workspace_size(s, batch, n, m);
+    ws = malloc(bytes ? bytes : 1);
+    want = ok ? MHA_OK : MHA_ERR_SHAPE;
+    got = mha_forward_q16(s, &w, &p, batch, n, m, x[0], x[1], x[2], mask, x[3], ws, bytes);
+    if (got != want) FZ_FAIL("16x8: status %d, predicted %d", (int)got, (int)want);
+    for (j = 0; got != MHA_OK && j < nx[3]; ++j) untouched &= x[3][j] == 0x5a5a;
+    if (!untouched) FZ_FAIL("16x8: an error wrote out");
+    ++fuzz_count_q16;
+    for (t = 0; t < 4; ++t) {
+        free(wt[t]);
+        free(x[t]);
+        free(bs[t]);
         free(rs[t]);
     }
     free(ws);

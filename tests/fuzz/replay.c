@@ -7,7 +7,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-    fuzz_count_backward, fuzz_count_q8;
+    fuzz_count_backward, fuzz_count_q8, fuzz_count_q16;
 
 int main(int argc, char **argv) {
     int i, ran = 0, unreadable = 0;
@@ -25,9 +25,10 @@ int main(int argc, char **argv) {
         ++ran;
     }
     printf("fuzz corpus replayed: %d inputs, %lu on the error path, %lu OK and compared with the naive reference, "
-           "%lu compared fast path against reference path, %lu decoding calls checked, %lu backward calls checked, %lu int8 calls checked\n",
+           "%lu compared fast path against reference path, %lu decoding calls checked, %lu backward calls checked, %lu int8 calls checked, "
+           "%lu 16x8 calls checked\n",
            ran, fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-           fuzz_count_backward, fuzz_count_q8);
+           fuzz_count_backward, fuzz_count_q8, fuzz_count_q16);
     printf("%d passed, %d failed\n", ran, unreadable);
     return unreadable ? 1 : 0;
 }
