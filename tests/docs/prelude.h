@@ -14,5 +14,7 @@ static float *gw_q, *gb_q, *gw_k;
 static const uint16_t *wq16, *wk16, *wv16, *wo16;
 static const int8_t *q8, *k8, *v8;
 static int8_t *out8;
+static const int16_t *q16, *k16, *v16;
+static int16_t *out16;
 static void *ws, *workspace, *fwd_workspace, *my_pool;
 static size_t bytes;
