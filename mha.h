@@ -77,6 +77,8 @@
    int8: mha_forward_q8 and mha_decode_q8 run the layer in 8-bit integers
    with TFLite's quantisation arithmetic and no float operation (cores
    without an FPU); mha_q8_prepare makes their rescales from float scales.
+   mha_forward_q16 is the layer in TFLite's 16x8 mode (int16 activations,
+   int8 weights), mha_q16_prepare its rescales.
 */
 #ifdef MHA_CONFIG_FILE
 #include MHA_CONFIG_FILE
@@ -7886,7 +7888,7 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
         clamp(((sum 2^(h-1) + 2^13) >> 14) - 98304) gives R, and
         p_j = (e_j R + 2^(30-h)) >> (31-h), clamped to [0, 32767]: Q15
      4. head_a = rescale_head(sum_j p_j v_ja), clamped; no key seen: 0 */
-MHA__PRIVATE void mha__q16_attend(const mha__q16 *c, size_t i, size_t hi, const uint8_t *keep) {
+MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i, size_t hi, const uint8_t *keep) {
     const mha__q8 *z = &c->z;
     const size_t kst = z->kv * z->pk, vst = z->kv * z->pv;
     const int16_t *q = c->qp + i * z->pq, *ka = c->kp + i / z->grp * z->pk, *va = c->vp + i / z->grp * z->pv;
@@ -7936,8 +7938,8 @@ MHA__PRIVATE void mha__q16_attend(const mha__q16 *c, size_t i, size_t hi, const 
 
 /* mha_forward_q16's stages over batch entry b: keys and values projected
    (every kv head), then each query row projected, attended by every head,
-   and its output. */
-MHA__PRIVATE void mha__q16_compute(const mha__q16 *c) {
+   and its output. c lies in the workspace. */
+MHA__PRIVATE MHA__NOINLINE void mha__q16_compute(const mha__q16 *c) {
     const mha__q8 *z = &c->z;
     size_t b, j, t, i;
     for (b = 0; b < z->batch; ++b) {
@@ -7955,12 +7957,14 @@ MHA__PRIVATE void mha__q16_compute(const mha__q16 *c) {
     }
 }
 
-/* The workspace: sc [m] int64 at the first 8-byte boundary, then kp, vp,
-   qp, cat (int16). Its bytes (SIZE_MAX on overflow). */
+/* The workspace: the call state (mha__q16) at the first 8-byte boundary,
+   then sc [m] int64, kp, vp, qp, cat (int16). Its bytes (SIZE_MAX on
+   overflow). */
+#define MHA__Q16_STATE MHA__UP(sizeof(mha__q16), 8)
 MHA__PRIVATE size_t mha__q16_bytes(const mha__q8 *z) {
     size_t t = mha__mul(z->m, mha__mul(z->kv, mha__add(z->pk, z->pv)));
     t = mha__add(t, mha__mul(z->h, mha__add(z->pq, z->pv)));
-    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 8)), 7);
+    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 8)), 7 + MHA__Q16_STATE);
 }
 
 MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
@@ -7977,16 +7981,14 @@ MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int3
 MHA__PRIVATE int mha__q16_rescale_ok(const mha_q8_rescale *r) { return mha__q8_rescale_ok(r) && r->shift <= 7; }
 
 /* The parameters' checks: every zero point 0, every rescale valid. */
-MHA__PRIVATE int mha__q16_params_ok(const mha__q16 *c) {
-    const mha_q8_params *p = c->p;
-    const mha_q16_weights *w = c->w;
+MHA__PRIVATE MHA__NOINLINE int mha__q16_params_ok(const mha__q8 *z, const mha_q16_weights *w, const mha_q8_params *p) {
     size_t k, j;
     for (k = 0; k < 8; ++k) /* zero_in_q .. zero_out */
         if (*(const int32_t *)(const void *)((const unsigned char *)p + k * sizeof(int32_t)) != 0) return 0;
     if (!mha__q16_rescale_ok(&p->score) || !mha__q16_rescale_ok(&p->head)) return 0;
     for (k = 0; k < 4; ++k) {
         const mha_q8_rescale *r = k == 0 ? w->r_q : k == 1 ? w->r_k : k == 2 ? w->r_v : w->r_o;
-        const size_t rows = k == 0 ? c->z.h * c->z.pq : k == 1 ? c->z.kv * c->z.pk : k == 2 ? c->z.kv * c->z.pv : c->z.po;
+        const size_t rows = k == 0 ? z->h * z->pq : k == 1 ? z->kv * z->pk : k == 2 ? z->kv * z->pv : z->po;
         for (j = 0; j < rows; ++j)
             if (!mha__q16_rescale_ok(&r[j])) return 0;
     }
@@ -8010,48 +8012,60 @@ MHADEF mha_status mha_q16_prepare(const mha_shape *shape, const mha_q8_scales *s
     return MHA_OK;
 }
 
-/* The checks in the order of the error table (mha_forward_q8's), then the
-   work. */
+/* mha_forward_q16 up to the work: the checks in the order of the error
+   table (mha_forward_q8's), then the call state into the workspace (byte by
+   byte through a volatile pointer, as mha__q8_start), so that the work runs
+   with none of it on the caller's stack. MHA__RUN, or a status. */
+MHA__PRIVATE MHA__NOINLINE int mha__q16_enter(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                             int32_t batch, int32_t n, int32_t m, const int16_t *queries,
+                                             const int16_t *keys, const int16_t *values, const mha_mask *mask,
+                                             int16_t *out, void *workspace, size_t workspace_bytes) {
+    mha__q8 z; /* the sizes alone: the rest of the state is written into the workspace at the end */
+    mha__q16 *c;
+    mha_status st;
+    size_t bytes, t;
+    if (!w || !p) return MHA_ERR_NULL;
+    if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
+    mha__q8_sizes(&z, shape);
+    if (batch < 0 || n < 0 || m < 0 || m > 65535 || (mask && mask->bias)) return MHA_ERR_SHAPE;
+    z.batch = MHA__SZ(batch);
+    z.n = MHA__SZ(n);
+    z.m = MHA__SZ(m);
+    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
+        !keys || !values || !out)
+        return MHA_ERR_NULL;
+    bytes = mha__q16_bytes(&z);
+    if (bytes == SIZE_MAX || !mha__q8_fits(&z, mask && mask->keep)) return MHA_ERR_OVERFLOW;
+    if (!mha__q16_params_ok(&z, w, p)) return MHA_ERR_SHAPE;
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    if (mask && mask->valid_lens)
+        for (t = 0; t < z.batch * (mask->valid_lens_per_query ? z.n : 1); ++t)
+            if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > z.m) return MHA_ERR_MASK;
+    if (z.batch == 0 || z.n == 0) return MHA_OK;
+    c = (mha__q16 *)(void *)mha__q8_state(workspace);
+    for (t = 0; t < sizeof z; ++t) ((volatile unsigned char *)&c->z)[t] = ((const unsigned char *)&z)[t];
+    c->w = w;
+    c->p = p;
+    c->mask = mask;
+    c->queries = queries;
+    c->keys = keys;
+    c->values = values;
+    c->out = out;
+    c->sc = (int64_t *)(void *)((unsigned char *)c + MHA__Q16_STATE);
+    c->kp = (int16_t *)(void *)(c->sc + z.m);
+    c->vp = c->kp + z.m * z.kv * z.pk;
+    c->qp = c->vp + z.m * z.kv * z.pv;
+    c->cat = c->qp + z.h * z.pq;
+    return MHA__RUN;
+}
+
 MHADEF mha_status mha_forward_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
                                   int32_t batch, int32_t n, int32_t m, const int16_t *queries, const int16_t *keys,
                                   const int16_t *values, const mha_mask *mask, int16_t *out, void *workspace,
                                   size_t workspace_bytes) {
-    mha__q16 c;
-    mha_status st;
-    size_t bytes, t;
-    unsigned char *ws;
-    if (!w || !p) return MHA_ERR_NULL;
-    if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
-    mha__q8_sizes(&c.z, shape);
-    if (batch < 0 || n < 0 || m < 0 || m > 65535 || (mask && mask->bias)) return MHA_ERR_SHAPE;
-    c.z.batch = MHA__SZ(batch);
-    c.z.n = MHA__SZ(n);
-    c.z.m = MHA__SZ(m);
-    c.w = w;
-    c.p = p;
-    c.mask = mask;
-    if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
-        !keys || !values || !out)
-        return MHA_ERR_NULL;
-    bytes = mha__q16_bytes(&c.z);
-    if (bytes == SIZE_MAX || !mha__q8_fits(&c.z, mask && mask->keep)) return MHA_ERR_OVERFLOW;
-    if (!mha__q16_params_ok(&c)) return MHA_ERR_SHAPE;
-    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
-    if (mask && mask->valid_lens)
-        for (t = 0; t < c.z.batch * (mask->valid_lens_per_query ? c.z.n : 1); ++t)
-            if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > c.z.m) return MHA_ERR_MASK;
-    if (c.z.batch == 0 || c.z.n == 0) return MHA_OK;
-    c.queries = queries;
-    c.keys = keys;
-    c.values = values;
-    c.out = out;
-    ws = (unsigned char *)workspace + (8 - (uintptr_t)workspace % 8) % 8;
-    c.sc = (int64_t *)(void *)ws;
-    c.kp = (int16_t *)(void *)(ws + c.z.m * 8);
-    c.vp = c.kp + c.z.m * c.z.kv * c.z.pk;
-    c.qp = c.vp + c.z.m * c.z.kv * c.z.pv;
-    c.cat = c.qp + c.z.h * c.z.pq;
-    mha__q16_compute(&c);
+    int st = mha__q16_enter(shape, w, p, batch, n, m, queries, keys, values, mask, out, workspace, workspace_bytes);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__q16_compute((const mha__q16 *)(void *)mha__q8_state(workspace));
     return MHA_OK;
 }
 

@@ -3,7 +3,8 @@
 of keyword-spotting size (tests/cross/kws_count.c: d 64, 4 heads of 16, n = m = 49): one
 mha_forward, the 49 frames appended to a KV cache, one streaming step (mha_decode, t = 1,
 against 49 cached), in fp32 and in int8 (mha_forward_q8, mha_cache_append_q8,
-mha_decode_q8), and the fp32 step and append with a q8 block cache. MHA_NO_LIBM=1, -O2; counted
+mha_decode_q8), the fp32 step and append with a q8 block cache, and the forward in 16x8
+(mha_forward_q16). MHA_NO_LIBM=1, -O2; counted
 exactly by tests/cross/count_insns.py.
 
     insn_report.py            print the table; "N passed, M failed" (a core whose program
@@ -56,26 +57,27 @@ def main(argv):
             if "1 passed, 0 failed" in run.stdout:
                 cnt = subprocess.run([sys.executable, "tests/cross/count_insns.py", machine, elf, "kws_mark", "kws",
                                       "forward,append,decode,setup,int8,setup8,append8,decode8,setupq,appendq,"
-                                      "decodeq"], cwd=ROOT,
+                                      "decodeq,setup16,int16"], cwd=ROOT,
                                      capture_output=True, text=True).stdout
                 m = re.search(r"forward (\d+), append (\d+), decode (\d+), setup \d+, int8 (\d+), setup8 \d+, "
-                              r"append8 (\d+), decode8 (\d+), setupq \d+, appendq (\d+), decodeq (\d+)", cnt)
+                              r"append8 (\d+), decode8 (\d+), setupq \d+, appendq (\d+), decodeq (\d+), setup16 \d+, "
+                              r"int16 (\d+)", cnt)
                 counts = m and tuple(int(g) for g in m.groups())
             else:
                 print(run.stdout + run.stderr)
         if counts:
             passed += 1
-            rows.append("| %s | %s | %s | %.1f | %s | %s | %.1f | %s | %s | %s | %s |" % (
+            rows.append("| %s | %s | %s | %.1f | %s | %s | %.1f | %s | %s | %s | %s | %s |" % (
                 name, format(counts[0], ","), format(counts[3], ","), counts[0] / counts[3], format(counts[2], ","),
                 format(counts[5], ","), counts[2] / counts[5], format(counts[1], ","), format(counts[4], ","),
-                format(counts[7], ","), format(counts[6], ",")))
+                format(counts[7], ","), format(counts[6], ","), format(counts[8], ",")))
         else:
             failed += 1
-            rows.append("| %s | failed | | | | | | | | | |" % name)
+            rows.append("| %s | failed | | | | | | | | | | |" % name)
     table = ("| core | `mha_forward`, 49 × 49, fp32 | int8 | fp32 / int8 | one streaming step (1 against 49 cached),"
              " fp32 | int8 | fp32 / int8 | appending 49 frames, fp32 | int8 | one step, fp32 with a q8 cache |"
-             " appending 49, q8 cache |"
-             "\n|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+             " appending 49, q8 cache | `mha_forward_q16`, 49 × 49, 16x8 |"
+             "\n|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(table)
     if "--readme" in argv:
         rewrite_between(os.path.join(ROOT, "docs", "firmware.md"), "insn-table", table)

@@ -6,7 +6,8 @@
    cached (mha_decode, t = 1); then the same in int8 (mha_forward_q8, its
    rescales made before by mha_q8_prepare; mha_cache_append_q8,
    mha_decode_q8); then the fp32 layer with a q8 block cache (append and
-   step). A call of kws_mark()
+   step); then the layer in 16x8 (mha_forward_q16: the int8 weights, int16
+   inputs, every scale of the int8 layer's divided by 256). A call of kws_mark()
    separates them, so the counts are of the library's calls alone. Weights
    and inputs are deterministic made-up values; the statuses and a finite
    result are checked. */
@@ -31,7 +32,8 @@ static int8_t q8w[4][H * P * D], q8x[(N + 1) * D], q8out[N * D], q8cache[2 * H *
 static float q8ws[4][D];
 static uint16_t qcache[2 * H * (N + 1) * 17]; /* q8 blocks: 34 bytes a row of 16 */
 static float outq[D];
-static mha_q8_rescale q8rows[4 * D];
+static mha_q8_rescale q8rows[4 * D], q16rows[4 * D];
+static int16_t q16x[N * D], q16out[N * D];
 
 __attribute__((noinline)) void kws_mark(void);
 __attribute__((noinline)) void kws_mark(void) { __asm__ volatile(""); }
@@ -49,7 +51,10 @@ int main(void) {
     mha_weights w = MHA_INIT;
     mha_cache c = {cache_k, cache_v, NULL, N + 1, 0, 0, 0, 0};
     int32_t length = 0;
-    mha_status st1, st2, st3, st4, st5, st6;
+    mha_status st1, st2, st3, st4, st5, st6, st7;
+    mha_q16_weights w16 = MHA_INIT;
+    mha_q8_params p16;
+    mha_q8_scales sc16;
     mha_q8_weights w8 = MHA_INIT;
     mha_q8_params p8 = MHA_INIT;
     mha_q8_scales sc8;
@@ -114,13 +119,28 @@ int main(void) {
     kws_mark();
     if (st6 == MHA_OK) st6 = mha_decode(&s, &w, &c, 1, 1, x + N * D, x + N * D, x + N * D, outq, ws, dw);
     kws_mark();
+    /* 16x8 (set-up not counted) */
+    sc16 = sc8;
+    sc16.in_q = sc16.in_k = sc16.in_v = sc8.in_q / 256.0f;
+    sc16.q = sc16.k = sc16.v = sc16.heads = sc8.q / 256.0f;
+    sc16.out = sc8.out / 256.0f;
+    for (i = 0; i < N * D; ++i) q16x[i] = (int16_t)(x[i] * 30720.0f);
+    w16.w_q = q8w[0]; w16.w_k = q8w[1]; w16.w_v = q8w[2]; w16.w_o = q8w[3];
+    st7 = mha_q16_prepare(&s, &sc16, &w16, &p16, q16rows, 4 * D);
+    fw = mha_q16_workspace_size(&s, 1, N, N);
+    if (fw > sizeof ws) st7 = MHA_ERR_WORKSPACE;
+    kws_mark();
+    if (st7 == MHA_OK) st7 = mha_forward_q16(&s, &w16, &p16, 1, N, N, q16x, q16x, q16x, NULL, q16out, ws, fw);
+    kws_mark();
     for (i = 0; i < D; ++i) finite &= out[i] - out[i] == 0.0f && outq[i] - outq[i] == 0.0f;
     printf("kws: forward %s, append %s, decode %s, length %d, int8 forward %s (out[0] %d), workspace %u bytes "
            "(int8 forward), %u (decode)\n",
            mha_status_string(st1), mha_status_string(st2), mha_status_string(st3), (int)length,
            mha_status_string(st5), q8out[0], (unsigned)fw, (unsigned)dw);
-    printf("kws: q8 cache append and step %s\n", mha_status_string(st6));
-    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && st5 == MHA_OK && st6 == MHA_OK && length == N + 1 && finite;
+    printf("kws: q8 cache append and step %s; 16x8 forward %s (out[0] %d)\n", mha_status_string(st6),
+           mha_status_string(st7), q16out[0]);
+    i = st1 == MHA_OK && st2 == MHA_OK && st3 == MHA_OK && st5 == MHA_OK && st6 == MHA_OK && st7 == MHA_OK &&
+        length == N + 1 && finite;
     printf("%d passed, %d failed\n", i, !i);
     return !i;
 }
