@@ -71,15 +71,16 @@ TLMFLAGS ?= -O1 # the language model (at -O0 its run, token by token, costs more
 CORPUS   = tests/fuzz/corpus/*
 FUZZ_SECONDS ?= 60
 # numpy writes three things at build time: the 1000 int8 cases of tests/q8_ref.py, the 1000
-# 16x8 cases of tests/q16_ref.py and the quantised digit models of examples/digits/quantize.py. Where $(PYTHON) cannot import it,
+# 16x8 cases of tests/q16_ref.py and the quantised digit models of examples/digits/quantize.py
+# (int8 and 16x8). Where $(PYTHON) cannot import it,
 # make test builds and runs everything else and says in one line what it skipped.
 # (.ci/run's no-numpy step copies the first make test's programs but these by name:
-# q8_cases.bin, q16_cases.bin and digits_q8*; a new file that numpy writes goes in that list too.)
+# q8_cases.bin, q16_cases.bin and digits_q*; a new file that numpy writes goes in that list too.)
 HAVE_NUMPY := $(shell $(PYTHON) -c 'import numpy' > /dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_NUMPY),1)
 Q8CASES  = $(BUILD)/q8_cases.bin
 Q16CASES = $(BUILD)/q16_cases.bin
-Q8MODELS = $(BUILD)/digits_q8 $(BUILD)/digits_q8p
+Q8MODELS = $(BUILD)/digits_q8 $(BUILD)/digits_q8p $(BUILD)/digits_q16
 SKIPPED  =
 else
 Q8CASES  =
@@ -87,7 +88,7 @@ Q16CASES =
 Q8MODELS =
 SKIPPED  = skipped, $(PYTHON) cannot import numpy: the 1000 int8 cases of tests/q8_ref.py \
            (test_q8 runs its built-in ones), the 1000 16x8 cases of tests/q16_ref.py (test_q16 runs its \
-           checks of bad input) and the int8 digit models (examples/digits/quantize.py); \
+           checks of bad input and its built-in cases) and the int8 and 16x8 digit models (examples/digits/quantize.py); \
            Debian: apt-get install python3-numpy, or make test PYTHON=a-python3-with-numpy
 endif
 # the suite's programs, as tests/run.sh runs them
@@ -307,6 +308,13 @@ $(BUILD)/pct/digits_q8.h: examples/digits/quantize.py examples/digits/digits_mod
 	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@ --percentile=99.99
 $(BUILD)/digits_q8p: $(DIGITS) $(BUILD)/pct/digits_q8.h $(BUILD)/impl_lib.o | $(BUILD)
 	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 $(EXLINK) -I. -Iexamples -I$(BUILD)/pct $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
+# and in 16x8 (int16 activations), run by mha_forward_q16
+$(BUILD)/q16/digits_q8.h: examples/digits/quantize.py examples/digits/digits_model.h | $(BUILD)
+	@mkdir -p $(BUILD)/q16
+	$(PYTHON) examples/digits/quantize.py examples/digits/digits_model.h $@ --q16
+$(BUILD)/digits_q16: $(DIGITS) $(BUILD)/q16/digits_q8.h $(BUILD)/impl_lib.o | $(BUILD)
+	$(CC) $(MODFLAGS) $(STRICT) -DDG_Q8 -DDG_Q16 $(EXLINK) -I. -Iexamples -I$(BUILD)/q16 $< $(BUILD)/impl_lib.o -o $@ \
+	    $(LDLIBS)
 $(BUILD)/tinylm: $(TINYLM) $(BUILD)/impl_lib.o | $(BUILD)
 	$(CC) $(TLMFLAGS) $(STRICT) $(EXLINK) -I. -Iexamples $< $(BUILD)/impl_lib.o -o $@ $(LDLIBS)
 $(BUILD)/tinylm_ref: $(TINYLM) $(BUILD)/impl_ref.o | $(BUILD)

@@ -10,7 +10,8 @@
    With -DDG_Q8 both attention layers run in int8 (mha_forward_q8, weights and scales from
    examples/digits/quantize.py's post-training calibration, digits_q8.h), the rest in float:
    it then checks that the accuracy on the test images stays within a point of PyTorch's and
-   prints how many predictions changed. */
+   prints how many predictions changed. With -DDG_Q16 (and DG_Q8) the same in 16x8
+   (mha_forward_q16, int16 activations; quantize.py --q16), where every class must stay. */
 #include <math.h>
 #include <stdio.h>
 
@@ -25,15 +26,34 @@ static unsigned char ws[WS_BYTES];
 #ifdef DG_Q8
 #include "digits_q8.h"
 /* An attention layer in int8: its weights, parameters and rescales (mha_q8_prepare). */
+#ifdef DG_Q16 /* 16x8: int16 activations, int64 biases */
+typedef int16_t dg_act;
+typedef int64_t dg_bias;
+typedef mha_q16_weights dg_weights;
+#define dg_prepare mha_q16_prepare
+#define dg_forward mha_forward_q16
+#define DG_LO (-32768.0f)
+#define DG_HI 32767.0f
+#define DG_KIND "16x8"
+#else
+typedef int8_t dg_act;
+typedef int32_t dg_bias;
+typedef mha_q8_weights dg_weights;
+#define dg_prepare mha_q8_prepare
+#define dg_forward mha_forward_q8
+#define DG_LO (-128.0f)
+#define DG_HI 127.0f
+#define DG_KIND "int8"
+#endif
 typedef struct dg_q8_layer {
-    mha_q8_weights w;
+    dg_weights w;
     mha_q8_params p;
     const float *scales; /* in_q, in_k, in_v, q, k, v, heads, out */
     mha_q8_rescale rows[4 * DG_D];
 } dg_q8_layer;
 static dg_q8_layer dg_q8_attn, dg_q8_pool;
 
-static mha_status dg_q8_init(dg_q8_layer *l, const mha_shape *s, const int8_t *const w[4], const int32_t *const b[4],
+static mha_status dg_q8_init(dg_q8_layer *l, const mha_shape *s, const int8_t *const w[4], const dg_bias *const b[4],
                              const float *const sw[4], const float *scales, const int32_t *zeros) {
     mha_q8_scales sc;
     l->w.w_q = w[0]; l->w.w_k = w[1]; l->w.w_v = w[2]; l->w.w_o = w[3];
@@ -44,38 +64,41 @@ static mha_status dg_q8_init(dg_q8_layer *l, const mha_shape *s, const int8_t *c
     l->p.zero_in_q = zeros[0]; l->p.zero_in_k = zeros[1]; l->p.zero_in_v = zeros[2]; l->p.zero_q = zeros[3];
     l->p.zero_k = zeros[4]; l->p.zero_v = zeros[5]; l->p.zero_heads = zeros[6]; l->p.zero_out = zeros[7];
     l->scales = scales;
-    return mha_q8_prepare(s, &sc, &l->w, &l->p, l->rows, sizeof l->rows / sizeof l->rows[0]);
+    return dg_prepare(s, &sc, &l->w, &l->p, l->rows, sizeof l->rows / sizeof l->rows[0]);
 }
 
-static int8_t dg_q8_of(float x, float scale, int32_t zero) {
+static dg_act dg_q8_of(float x, float scale, int32_t zero) {
     float v = x / scale + (float)zero;
-    v = v < -128.0f ? -128.0f : v > 127.0f ? 127.0f : v;
-    return (int8_t)(v < 0.0f ? v - 0.5f : v + 0.5f); /* to nearest, ties away from zero */
+    v = v < DG_LO ? DG_LO : v > DG_HI ? DG_HI : v;
+    return (dg_act)(v < 0.0f ? v - 0.5f : v + 0.5f); /* to nearest, ties away from zero */
 }
 
 /* out[n][p_o] (float) = the int8 layer on float queries [n][d] and keys = values [m][d]:
    the inputs quantised with the layer's scales, the output dequantised. */
 static mha_status dg_q8_forward(const dg_q8_layer *l, const mha_shape *s, int32_t n, int32_t m, const float *q,
                                 const float *kv, float *out) {
-    int8_t q8[DG_N * DG_D], kv8[DG_N * DG_D], out8[DG_N * DG_D];
+    dg_act q8[DG_N * DG_D], kv8[DG_N * DG_D], out8[DG_N * DG_D];
     mha_status st;
     int i;
     for (i = 0; i < n * s->d_q; ++i) q8[i] = dg_q8_of(q[i], l->scales[0], l->p.zero_in_q);
     for (i = 0; i < m * s->d_k; ++i) kv8[i] = dg_q8_of(kv[i], l->scales[1], l->p.zero_in_k);
-    st = mha_forward_q8(s, &l->w, &l->p, 1, n, m, q8, kv8, kv8, NULL, out8, ws, WS_BYTES);
+    st = dg_forward(s, &l->w, &l->p, 1, n, m, q8, kv8, kv8, NULL, out8, ws, WS_BYTES);
     for (i = 0; st == MHA_OK && i < n * s->p_o; ++i) out[i] = l->scales[7] * (float)(out8[i] - l->p.zero_out);
     return st;
 }
 /* Both layers' rescales, made once. */
 static mha_status dg_q8_setup(void) {
     const int8_t *const wa[4] = {dg8_attn_w_q, dg8_attn_w_k, dg8_attn_w_v, dg8_attn_w_o};
-    const int32_t *const ba[4] = {dg8_attn_b_q, dg8_attn_b_k, dg8_attn_b_v, dg8_attn_b_o};
+    const dg_bias *const ba[4] = {dg8_attn_b_q, dg8_attn_b_k, dg8_attn_b_v, dg8_attn_b_o};
     const float *const sa[4] = {dg8_attn_sw_q, dg8_attn_sw_k, dg8_attn_sw_v, dg8_attn_sw_o};
     const int8_t *const wp[4] = {dg8_pool_w_q, dg8_pool_w_k, dg8_pool_w_v, dg8_pool_w_o};
-    const int32_t *const bp[4] = {dg8_pool_b_q, dg8_pool_b_k, dg8_pool_b_v, dg8_pool_b_o};
+    const dg_bias *const bp[4] = {dg8_pool_b_q, dg8_pool_b_k, dg8_pool_b_v, dg8_pool_b_o};
     const float *const sp[4] = {dg8_pool_sw_q, dg8_pool_sw_k, dg8_pool_sw_v, dg8_pool_sw_o};
     mha_status st = dg_q8_init(&dg_q8_attn, &dg_attn_shape, wa, ba, sa, dg8_attn_scales, dg8_attn_zeros);
     if (st == MHA_OK) st = dg_q8_init(&dg_q8_pool, &dg_pool_shape, wp, bp, sp, dg8_pool_scales, dg8_pool_zeros);
+#ifdef DG_Q16
+    if (st == MHA_OK && mha_q16_workspace_size(&dg_attn_shape, 1, DG_N, DG_N) > WS_BYTES) st = MHA_ERR_WORKSPACE;
+#endif
     return st == MHA_OK && mha_q8_workspace_size(&dg_attn_shape, 1, DG_N, DG_N) > WS_BYTES ? MHA_ERR_WORKSPACE : st;
 }
 #define DG_ATTN(out) dg_q8_forward(&dg_q8_attn, &dg_attn_shape, DG_N, DG_N, a, a, out)
@@ -171,12 +194,17 @@ int main(void) {
         }
     }
 #ifdef DG_Q8
-    printf("digits (int8 attention): the class agrees with PyTorch's float model on %d of %d images; largest logit "
-           "difference %.3g (1 + max |logit|) (image %d)\n", same, DG_IMAGES, worst * 1e-4, worst_img);
-    printf("digits (int8 attention): accuracy %.2f %% on the %d test images (PyTorch, float: %.2f %%), %.2f %% on all "
-           "%d\n", 100.0 * right_test / tests, tests, DG_TORCH_TEST_ACCURACY, 100.0 * right_all / DG_IMAGES, DG_IMAGES);
+    printf("digits (" DG_KIND " attention): the class agrees with PyTorch's float model on %d of %d images; largest "
+           "logit difference %.3g (1 + max |logit|) (image %d)\n", same, DG_IMAGES, worst * 1e-4, worst_img);
+    printf("digits (" DG_KIND " attention): accuracy %.2f %% on the %d test images (PyTorch, float: %.2f %%), %.2f %% "
+           "on all %d\n", 100.0 * right_test / tests, tests, DG_TORCH_TEST_ACCURACY, 100.0 * right_all / DG_IMAGES,
+           DG_IMAGES);
     if (bad == 0 && 100.0 * right_test / tests >= DG_TORCH_TEST_ACCURACY - 1.0) ++passed; else ++failed;
+#ifdef DG_Q16
+    if (bad == 0 && same == DG_IMAGES) ++passed; else ++failed; /* every class kept */
+#else
     if (bad == 0 && same >= DG_IMAGES - DG_IMAGES / 100) ++passed; else ++failed; /* 99 % of the classes kept */
+#endif
 #else
     printf("digits (%s path): the class agrees with PyTorch on %d of %d images; worst logit difference %.3g of the "
            "tolerance 1e-4 (1 + max |logit|) (image %d)\n",

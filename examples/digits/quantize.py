@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Post-training int8 quantisation of the digit classifier's two attention layers, for
-mha_forward_q8 (README, "int8 attention").
+mha_forward_q8 (README, "int8 attention"), or 16x8 for mha_forward_q16.
 
-    quantize.py [MODEL_H [OUT_H]] [--percentile=P]
+    quantize.py [MODEL_H [OUT_H]] [--percentile=P] [--q16]
                           default examples/digits/digits_model.h -> build/digits_q8.h;
                           --percentile=P: each activation's range from its (100 - P)th and
                           Pth percentiles over the calibration set (e.g. 99.99), values
-                          beyond it saturating, instead of its min and max
+                          beyond it saturating, instead of its min and max;
+                          --q16: 16x8 (int16 activations, symmetric; int64 biases)
 
 Reads the trained float model from the header that examples/digits/train.py wrote (the
 layers as exported for mha.h), runs its forward pass in numpy (float64) over the calibration
@@ -18,7 +19,9 @@ layer: the inputs, the projected q, k and v, the heads side by side and the outp
 - each bias an int32 copy with scale s_in s_w[row].
 The header it writes holds the int8 weights, the int32 biases, the scales and zero points;
 digits.c built with -DDG_Q8 makes the rescales with mha_q8_prepare and runs both attention
-layers in int8, the rest of the model in float. No test image is used for calibration."""
+layers in int8, the rest of the model in float. With --q16 each activation is int16 with zero
+point 0 and scale max(|min|, |max|) / 32767, each bias int64, and digits.c built with -DDG_Q16
+runs both layers with mha_forward_q16. No test image is used for calibration."""
 import math
 import os
 import re
@@ -116,11 +119,16 @@ def c_array(ctype, name, values, fmt):
     return "static const %s %s[%d] = {\n%s\n};" % (ctype, name, len(vals), "\n".join(lines))
 
 
-def quantize_layer(arr, prefix, z, rec):
-    """int8 weights (per row), int32 biases, scales and zero points of one layer, as C text"""
+def act_qparams16(lo, hi):
+    """a tensor's int16 scale (zero point 0) from its range"""
+    return float(np.float32(max(abs(lo), abs(hi), 1e-8) / 32767.0)), 0
+
+
+def quantize_layer(arr, prefix, z, rec, q16=False):
+    """int8 weights (per row), int32 (16x8: int64) biases, scales and zero points of one layer, as C text"""
     sc, zero = {}, {}
     for name in NAMES:
-        sc[name], zero[name] = act_qparams(*rec[name])
+        sc[name], zero[name] = (act_qparams16 if q16 else act_qparams)(*rec[name])
     out = []
     sizes = {"q": (z["heads"] * z["pq"], "in_q"), "k": (z["kv"] * z["pq"], "in_k"), "v": (z["kv"] * z["pv"], "in_v"),
              "o": (z["po"], "heads")}
@@ -131,7 +139,10 @@ def quantize_layer(arr, prefix, z, rec):
         b = np.round(arr["%s_b_%s" % (prefix, m)] / (sc[src] * s.astype(np.float64))).astype(int)
         q8 = prefix.replace("dg_", "dg8_")
         out.append(c_array("int8_t", "%s_w_%s" % (q8, m), wq.ravel(), "%d"))
-        out.append(c_array("int32_t", "%s_b_%s" % (q8, m), b, "%d"))
+        if q16:
+            out.append(c_array("int64_t", "%s_b_%s" % (q8, m), b, "%dLL"))
+        else:
+            out.append(c_array("int32_t", "%s_b_%s" % (q8, m), b, "%d"))
         out.append(c_array("float", "%s_sw_%s" % (q8, m), s, "%.9gf"))
     q8 = prefix.replace("dg_", "dg8_")
     out.append("/* in_q, in_k, in_v, q, k, v, heads, out */")
@@ -146,6 +157,7 @@ def main(argv):
         percentile = float(a.split("=", 1)[1])
         if not 50.0 < percentile <= 100.0:
             raise SystemExit("quantize.py: --percentile=P needs 50 < P <= 100")
+    q16 = "--q16" in argv
     argv = [a for a in argv if not a.startswith("--")]
     src = argv[0] if argv else os.path.join(HERE, "digits_model.h")
     dst = argv[1] if len(argv) > 1 else os.path.join(HERE, "..", "..", "build", "digits_q8.h")
@@ -160,12 +172,13 @@ def main(argv):
         raise SystemExit("quantize.py: the float forward differs from PyTorch's logits by %g" % worst)
     how = "min/max" if percentile is None else "percentiles %g and %g" % (100.0 - percentile, percentile)
     rec_attn, rec_pool = ranges(rec_attn, percentile), ranges(rec_pool, percentile)
+    kind = "16x8 for mha_forward_q16" if q16 else "int8 for mha_forward_q8"
     text = ["/* Written by examples/digits/quantize.py from digits_model.h: the classifier's two attention",
-            "   layers quantised to int8 for mha_forward_q8, calibrated on the %d training images" % len(calib),
+            "   layers quantised to %s, calibrated on the %d training images" % (kind, len(calib)),
             "   (%s per tensor; weights per row, symmetric). */" % how,
             "#ifndef DIGITS_Q8_H", "#define DIGITS_Q8_H", "#include <stdint.h>",
-            quantize_layer(arr, "dg_attn", shapes["dg_attn"], rec_attn),
-            quantize_layer(arr, "dg_pool", shapes["dg_pool"], rec_pool), "#endif", ""]
+            quantize_layer(arr, "dg_attn", shapes["dg_attn"], rec_attn, q16),
+            quantize_layer(arr, "dg_pool", shapes["dg_pool"], rec_pool, q16), "#endif", ""]
     with open(dst, "w") as f:
         f.write("\n".join(text))
     print("quantize.py: %s from %d calibration images, %s (the float forward within %.2g of PyTorch's logits)"
