@@ -365,7 +365,8 @@ SANFLAGS = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 ASAN = $(BUILD)/asan_mha $(BUILD)/asan_hostile $(BUILD)/asan_replay $(BUILD)/asan_fast $(BUILD)/asan_fast_simd \
        $(BUILD)/asan_hostile_fast $(BUILD)/asan_replay_fast $(BUILD)/asan_decode $(BUILD)/asan_backward \
        $(BUILD)/asan_backward_portable $(BUILD)/asan_backward_fast $(BUILD)/asan_decode_portable \
-       $(BUILD)/asan_decode_fast $(ASANBF) $(BUILD)/asan_q8 $(BUILD)/q8_cases.bin
+       $(BUILD)/asan_decode_fast $(ASANBF) $(BUILD)/asan_q8 $(BUILD)/q8_cases.bin $(BUILD)/asan_q16 \
+       $(BUILD)/q16_cases.bin
 $(BUILD)/asan_impl_%.o: tests/test_impl.c tests/test_hooks.h mha.h | $(BUILD)
 	clang $(SANFLAGS) $(CFG_$*) -c tests/test_impl.c -o $@
 $(BUILD)/asan_mha: $(SUITEDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
@@ -394,9 +395,12 @@ $(BUILD)/asan_bf16dot: tests/test_bf16dot.c tests/two_threads.h $(TESTDEP) | $(B
 	clang $(SANFLAGS) $(BF16DOT) tests/test_bf16dot.c -o $@ $(LDLIBS) -pthread
 $(BUILD)/asan_q8: $(Q8DEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
 	clang $(SANFLAGS) tests/test_q8.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
+$(BUILD)/asan_q16: tests/test_q16.c tests/ref_q16_small.h $(TESTDEP) $(BUILD)/asan_impl_ref.o | $(BUILD)
+	clang $(SANFLAGS) tests/test_q16.c $(BUILD)/asan_impl_ref.o -o $@ $(LDLIBS)
 sanitize: | $(BUILD)
 	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN)
-	@RUN_JOBS=$(JOBS) sh tests/run.sh "$(BUILD)/asan_q8 $(BUILD)/q8_cases.bin" $(BUILD)/asan_mha $(BUILD)/asan_hostile \
+	@RUN_JOBS=$(JOBS) sh tests/run.sh "$(BUILD)/asan_q8 $(BUILD)/q8_cases.bin" "$(BUILD)/asan_q16 $(BUILD)/q16_cases.bin" \
+	    $(BUILD)/asan_mha $(BUILD)/asan_hostile \
 	    "$(BUILD)/asan_replay $(CORPUS)" $(BUILD)/asan_fast \
 	    "$(IFSIMD) $(BUILD)/asan_fast_simd" "$(IFFAST) $(BUILD)/asan_hostile_fast" \
 	    "$(IFFAST) $(BUILD)/asan_replay_fast $(CORPUS)" $(BUILD)/asan_decode $(BUILD)/asan_decode_portable \
@@ -405,8 +409,10 @@ sanitize: | $(BUILD)
 
 # test_fast under memcheck: the portable build and (valgrind has no AVX-512) the AVX2 build.
 valgrind: $(BUILD)/test_mha $(BUILD)/test_hostile $(BUILD)/replay $(BUILD)/test_threads $(BUILD)/test_fast $(FASTSIMD) \
-          $(BUILD)/test_decode $(BUILD)/test_decode_portable $(BUILD)/test_backward $(BUILD)/test_q8 $(BUILD)/q8_cases.bin
+          $(BUILD)/test_decode $(BUILD)/test_decode_portable $(BUILD)/test_backward $(BUILD)/test_q8 $(BUILD)/q8_cases.bin \
+          $(BUILD)/test_q16
 	@RUN_JOBS=$(JOBS) sh tests/run.sh "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_mha" \
+	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_q16" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_q8 $(BUILD)/q8_cases.bin" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_decode" \
 	    "valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/test_backward" \

@@ -190,7 +190,8 @@ enum {
     MHA_BF16 = 2, /* bfloat16: float's 8 exponent bits, 7 fraction bits */
     MHA_I8 = 3,   /* int8: the caches of mha_decode_q8 and mha_cache_append_q8 only */
     MHA_Q8 = 4,   /* caches only: blocks of 32 values as int8 times an f16 scale, 34 bytes */
-    MHA_Q4 = 5    /* caches only: blocks of 32 values as 4-bit integers times an f16 scale, 18 bytes */
+    MHA_Q4 = 5,   /* caches only: blocks of 32 values as 4-bit integers times an f16 scale, 18 bytes */
+    MHA_I16 = 6   /* int16: the caches of mha_decode_q16 and mha_cache_append_q16 only */
 };
 
 /* Weights, row-major in the Linear convention (out_features x in_features),
@@ -435,7 +436,8 @@ typedef struct mha_cache {
                          MHA_F32 (0: float), MHA_F16 or MHA_BF16 (uint16_t), MHA_Q8 or MHA_Q4
                          (blocks; the 16-bit and block types with dot scoring only); MHA_I8
                          (int8_t) for mha_decode_q8 and mha_cache_append_q8, which take it
-                         alone; any other value is MHA_ERR_SHAPE */
+                         alone; MHA_I16 (int16_t) so for mha_decode_q16 and
+                         mha_cache_append_q16; any other value is MHA_ERR_SHAPE */
     int32_t keep_first; /* 0, or with a window: s in 1 .. window-1, the first s positions kept in
                          slots 0 .. s-1 for good (attention sinks, StreamingLLM) and seen by
                          every query besides its window; the ring is then the slots s ..
@@ -443,12 +445,13 @@ typedef struct mha_cache {
                          MHA_NO_EXTRAS */
     int32_t value_type; /* 0: v's elements are of `type` too; else v's own element type, MHA_F16,
                          MHA_BF16, MHA_Q8 or MHA_Q4 (e.g. MHA_Q8 keys, MHA_Q4 values; float values
-                         beside other keys cannot be asked for). With MHA_I8 keys only 0 */
+                         beside other keys cannot be asked for). With MHA_I8 or MHA_I16 keys
+                         only 0 */
 } mha_cache;
 
 /* Bytes of cache->k plus cache->v for this shape, batch and capacity (0 for
    a bad shape or an overflow): with float elements, and with elements of
-   `type` (MHA_I8: one byte; MHA_Q8 and MHA_Q4: 34 and 18 bytes a block of
+   `type` (MHA_I8: one byte; MHA_I16: two; MHA_Q8 and MHA_Q4: 34 and 18 bytes a block of
    32, a row of p in ceil(p / 32) blocks; 0 also for an unknown type).
    mha_cache_array_bytes: the bytes of one of them, cache->k (which 0) or
    cache->v (1), with elements of `type` (for keys and values of two types). */
@@ -781,6 +784,22 @@ MHADEF mha_status mha_forward_q16(const mha_shape *shape, const mha_q16_weights 
                                   int32_t batch, int32_t n, int32_t m, const int16_t *queries, const int16_t *keys,
                                   const int16_t *values, const mha_mask *mask, int16_t *out, void *workspace,
                                   size_t workspace_bytes);
+/* 16x8 decoding over a KV cache of type MHA_I16 (cache->k [batch][kv_heads]
+   [capacity][p_k] and cache->v: the projected keys and values as int16,
+   in the projected k's and v's scales): mha_decode_q8 and
+   mha_cache_append_q8's contract with mha_forward_q16's arithmetic
+   (decoding token by token equals mha_forward_q16 with a causal mask, bit
+   for bit), capacity <= 65535. The workspace:
+   mha_q16_decode_workspace_size(shape, batch, t, capacity) bytes, for
+   both. */
+MHADEF mha_status mha_decode_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                 mha_cache *cache, int32_t batch, int32_t t, const int16_t *queries,
+                                 const int16_t *keys, const int16_t *values, int16_t *out, void *workspace,
+                                 size_t workspace_bytes);
+MHADEF mha_status mha_cache_append_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                       mha_cache *cache, int32_t batch, int32_t t, const int16_t *keys,
+                                       const int16_t *values, void *workspace, size_t workspace_bytes);
+MHADEF size_t mha_q16_decode_workspace_size(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity);
 
 #ifdef __cplusplus
 }
@@ -1318,7 +1337,7 @@ MHA__PRIVATE size_t mha__mul(size_t a, size_t b) { return a != 0 && b > SIZE_MAX
 MHA__PRIVATE size_t mha__add(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
 /* Bytes of n rows of p elements of type (an even count, or SIZE_MAX). */
 MHA__PRIVATE size_t mha__rows_bytes(size_t n, int type, size_t p) {
-    return mha__mul(n, type >= MHA_Q8 ? mha__mul(MHA__BLOCKS(p), MHA__BLOCK_BYTES(type))
+    return mha__mul(n, type == MHA_Q8 || type == MHA_Q4 ? mha__mul(MHA__BLOCKS(p), MHA__BLOCK_BYTES(type))
                                       : mha__mul(p, type == MHA_I8 ? 1u : type ? 2u : (unsigned)sizeof(float)));
 }
 
@@ -5094,10 +5113,10 @@ MHA__PRIVATE MHA__INLINE int mha__ring_bad(const mha_cache *cache, size_t m) {
    entries (q8 0) take keys of MHA_F32, MHA_F16, MHA_BF16, MHA_Q8 or MHA_Q4
    and value_type 0 or one of those but MHA_F32 (only float with additive
    scoring, f32only 1, or under MHA_NO_EXTRAS); the int8 ones (q8 1)
-   MHA_I8 with value_type 0 or MHA_I8. */
+   MHA_I8 with value_type 0 or MHA_I8; the 16x8 ones (q8 2) MHA_I16 so. */
 MHA__PRIVATE int mha__types_bad(const mha_cache *cache, int q8, int f32only) {
-    const uint32_t k = (uint32_t)cache->type, v = (uint32_t)cache->value_type;
-    if (q8) return k != MHA_I8 || (v && v != MHA_I8);
+    const uint32_t k = (uint32_t)cache->type, v = (uint32_t)cache->value_type, t = q8 == 2 ? MHA_I16 : MHA_I8;
+    if (q8) return k != t || (v && v != t);
     if (MHA_NO_EXTRAS || f32only) return k || v;
     return k > MHA_Q4 || k == MHA_I8 || v > MHA_Q4 || v == MHA_I8;
 }
@@ -6531,8 +6550,8 @@ MHADEF size_t mha_cache_array_bytes(const mha_shape *shape, int32_t batch, int32
     mha__ctx c;
     size_t bytes;
     if (mha__setup(&c, shape, &mha__no_weights) != MHA_OK || mha__counts(&c, batch, 0, capacity) != MHA_OK ||
-        capacity < 1 || (uint32_t)which > 1u || (uint32_t)type > (uint32_t)MHA_Q4 ||
-        (MHA_NO_EXTRAS && type != MHA_F32 && type != MHA_I8))
+        capacity < 1 || (uint32_t)which > 1u || (uint32_t)type > (uint32_t)MHA_I16 ||
+        (MHA_NO_EXTRAS && type != MHA_F32 && type != MHA_I8 && type != MHA_I16))
         return 0;
     bytes = mha__rows_bytes(mha__mul(mha__mul(c.batch, c.kv), c.m), type, which ? c.pv : c.pk);
     return bytes == SIZE_MAX ? 0 : bytes;
@@ -6552,7 +6571,8 @@ MHADEF void *mha_cache_row(const mha_shape *shape, const mha_cache *cache, int32
     int32_t len, type;
     if (!cache || !cache->k || !cache->v || !cache->length || b < 0 || b >= batch || kv_head < 0 || position < 0 ||
         (uint32_t)which > 1u || mha__setup(&c, shape, &mha__no_weights) != MHA_OK || (size_t)kv_head >= c.kv ||
-        mha__ring_bad(cache, 0) || (mha__types_bad(cache, 0, 0) && mha__types_bad(cache, 1, 0)))
+        mha__ring_bad(cache, 0) ||
+        (mha__types_bad(cache, 0, 0) && mha__types_bad(cache, 1, 0) && mha__types_bad(cache, 2, 0)))
         return NULL;
     type = which && cache->value_type ? cache->value_type : cache->type;
     /* the bytes of the batch's array fit size_t, so the row's byte offset does */
@@ -7841,20 +7861,33 @@ MHA__PRIVATE int16_t mha__q16_rescale(int64_t x, mha_q8_rescale r) {
     return (int16_t)(x > 32767 ? 32767 : x < -32768 ? -32768 : x);
 }
 
-/* One call of the 16x8 path: the sizes (z, as the int8 path's), its arrays
-   and the workspace's parts. */
+/* What the attend stage reads for one row and head (as mha__q8_row):
+   position P's key at ka + (P mod ring) kst, its value at va + (P mod ring)
+   vst; the row sees positions lo .. hi-1 (hi - lo <= m) where keep (by
+   position; NULL: all) is nonzero. */
+typedef struct mha__q16_row {
+    const int16_t *ka, *va;
+    size_t kst, vst, ring, lo, hi;
+    const uint8_t *keep;
+} mha__q16_row;
+
+/* One call of the 16x8 path: the sizes (z, as the int8 path's: mp key rows
+   projected into kp, vp; decoding: tn new tokens, the cache), its arrays,
+   the workspace's parts and the attend stage's row. */
 typedef struct mha__q16 {
-    mha__q8 z; /* h .. m (mha__q8_sizes); its pointers are not used */
+    mha__q8 z; /* h .. tn (mha__q8_sizes) and cache; its other pointers are not used */
     const mha_q16_weights *w;
     const mha_q8_params *p;
     const mha_mask *mask;
     const int16_t *queries, *keys, *values;
     int16_t *out;
-    int64_t *sc; /* [m]: a row's scores, exps, then probabilities */
-    int16_t *kp; /* [m][kv*p_k]: the projected keys, all kv heads of key j side by side */
-    int16_t *vp; /* [m][kv*p_v] */
-    int16_t *qp; /* [h*p_q]: one query row projected */
-    int16_t *cat; /* [h*p_v]: its heads */
+    int64_t *sc;   /* [m]: a row's scores, exps, then probabilities (m: the keys, or the capacity) */
+    int16_t *kp;   /* [mp][kv*p_k]: the projected keys, all kv heads of key j side by side */
+    int16_t *vp;   /* [mp][kv*p_v] */
+    int16_t *qp;   /* [h*p_q]: one query row projected */
+    int16_t *cat;  /* [h*p_v]: its heads */
+    uint8_t *keep; /* [m]: decoding with kept first positions: the row's keep row by slot */
+    mha__q16_row r;
 } mha__q16;
 
 /* The linear stage `which` (0 q, 1 k, 2 v, 3 o) of one row x:
@@ -7879,8 +7912,7 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
 }
 
 /* The attend stage for one query row (its projection in qp) and head i,
-   over keys 0 .. hi-1 where keep (NULL: all) is nonzero: heads' block i of
-   cat.
+   over the positions c->r says: heads' block i of cat.
      1. S_j = sum_a q_a k_ja (int64, |S_j| < 2^44) and their max M
      2. e_j = exp table at clamp(rescale_score(S_j - M) + 32767) (int16),
         their sum (< 2^31: m <= 65535)
@@ -7888,22 +7920,24 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
         clamp(((sum 2^(h-1) + 2^13) >> 14) - 98304) gives R, and
         p_j = (e_j R + 2^(30-h)) >> (31-h), clamped to [0, 32767]: Q15
      4. head_a = rescale_head(sum_j p_j v_ja), clamped; no key seen: 0 */
-MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i, size_t hi, const uint8_t *keep) {
+MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
     const mha__q8 *z = &c->z;
-    const size_t kst = z->kv * z->pk, vst = z->kv * z->pv;
-    const int16_t *q = c->qp + i * z->pq, *ka = c->kp + i / z->grp * z->pk, *va = c->vp + i / z->grp * z->pv;
+    const mha__q16_row *r = &c->r;
+    const size_t hi = r->hi - r->lo, first = r->lo % r->ring; /* hi: the positions' count */
+    const int16_t *q = c->qp + i * z->pq;
     int16_t *ho = c->cat + i * z->pv;
     int64_t *sc = c->sc, mx = INT64_MIN, acc;
     uint32_t sum = 0, x;
     int32_t h = 0, recip, sym;
-    size_t j, a;
+    size_t j, a, slot;
     /* 1. */
-    for (j = 0; j < hi; ++j) {
-        if (keep && !keep[j]) {
+    for (j = 0, slot = first; j < hi; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
+        const int16_t *k = r->ka + slot * r->kst;
+        if (r->keep && !r->keep[r->lo + j]) {
             sc[j] = INT64_MIN; /* below every score */
             continue;
         }
-        for (acc = 0, a = 0; a < z->pq; ++a) acc += (int32_t)q[a] * (int32_t)ka[j * kst + a];
+        for (acc = 0, a = 0; a < z->pq; ++a) acc += (int32_t)q[a] * (int32_t)k[a];
         sc[j] = acc;
         mx = acc > mx ? acc : mx;
     }
@@ -7931,7 +7965,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i, siz
     }
     /* 4. |sum| < (2^15 + m) 2^15 */
     for (a = 0; a < z->pv; ++a) {
-        for (acc = 0, j = 0; j < hi; ++j) acc += sc[j] * va[j * vst + a];
+        for (acc = 0, j = 0, slot = first; j < hi; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
+            acc += sc[j] * r->va[slot * r->vst + a];
         ho[a] = mha__q16_rescale(acc, c->p->head);
     }
 }
@@ -7939,32 +7974,116 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i, siz
 /* mha_forward_q16's stages over batch entry b: keys and values projected
    (every kv head), then each query row projected, attended by every head,
    and its output. c lies in the workspace. */
-MHA__PRIVATE MHA__NOINLINE void mha__q16_compute(const mha__q16 *c) {
+MHA__PRIVATE MHA__NOINLINE void mha__q16_compute(mha__q16 *c) {
     const mha__q8 *z = &c->z;
+    mha__q16_row *r = &c->r;
     size_t b, j, t, i;
+    r->kst = z->kv * z->pk; /* the projected keys' rows hold every kv head */
+    r->vst = z->kv * z->pv;
+    r->ring = z->m ? z->m : 1;
+    r->lo = 0;
     for (b = 0; b < z->batch; ++b) {
         for (j = 0; j < z->m; ++j) {
             mha__q16_linear(c, 1, c->keys + (b * z->m + j) * z->dk, c->kp + j * z->kv * z->pk);
             mha__q16_linear(c, 2, c->values + (b * z->m + j) * z->dv, c->vp + j * z->kv * z->pv);
         }
         for (t = 0; t < z->n; ++t) {
-            const size_t row = b * z->n + t, hi = mha__visible(c->mask, b, row, t, z->m);
-            const uint8_t *keep = c->mask && c->mask->keep ? c->mask->keep + row * z->m : NULL;
+            const size_t row = b * z->n + t;
+            r->hi = mha__visible(c->mask, b, row, t, z->m);
+            r->keep = c->mask && c->mask->keep ? c->mask->keep + row * z->m : NULL;
             mha__q16_linear(c, 0, c->queries + row * z->dq, c->qp);
-            for (i = 0; i < z->h; ++i) mha__q16_attend(c, i, hi, keep);
+            for (i = 0; i < z->h; ++i) {
+                r->ka = c->kp + i / z->grp * z->pk;
+                r->va = c->vp + i / z->grp * z->pv;
+                mha__q16_attend(c, i);
+            }
             mha__q16_linear(c, 3, c->cat, c->out + row * z->po);
         }
     }
 }
 
+/* Decoding's stages over batch entry b (mha__q8_decode's, in 16x8): the t
+   new keys and values projected into their positions' cache slots, then
+   each new query projected, attended over the positions it sees
+   (mha__decode_sees; the last capacity of them through the slot rule; with
+   kept first positions a keep row by slot, as mha__q8_kept), and its
+   output; the length grows by t where keys were given. */
+/* Batch entry b's t new keys and values projected into kp, vp and copied
+   into the slots of positions e, e + 1, ... (every kv head). */
+MHA__PRIVATE MHA__NOINLINE void mha__q16_append(const mha__q16 *c, size_t b, size_t e) {
+    const mha__q8 *z = &c->z;
+    size_t j, g, a, slot;
+    for (j = 0; j < z->tn; ++j, ++e) {
+        mha__q16_linear(c, 1, c->keys + (b * z->tn + j) * z->dk, c->kp);
+        mha__q16_linear(c, 2, c->values + (b * z->tn + j) * z->dv, c->vp);
+        slot = b * z->kv * z->m + mha__pos_slot(e, MHA__KEPT(z->cache), z->m);
+        for (g = 0; g < z->kv; ++g) {
+            for (a = 0; a < z->pk; ++a) ((int16_t *)z->cache->k)[(slot + g * z->m) * z->pk + a] = c->kp[g * z->pk + a];
+            for (a = 0; a < z->pv; ++a) ((int16_t *)z->cache->v)[(slot + g * z->m) * z->pv + a] = c->vp[g * z->pv + a];
+        }
+    }
+}
+
+/* With kept first positions (s > 0): the row walks every slot held, with
+   a keep row by slot marking [0, s) and [lo, hi) through the slot rule (as
+   mha__q8_kept; cross-attention: every slot). */
+MHA__PRIVATE MHA__NOINLINE void mha__q16_kept(mha__q16 *c, size_t e, size_t s) {
+    mha__q16_row *r = &c->r;
+    const size_t held = e < c->z.m ? e : c->z.m;
+    size_t p;
+    for (p = 0; p < held; ++p) c->keep[p] = 0;
+    for (p = 0; c->keys && p < r->hi; p = p + 1 == s && r->lo > s ? r->lo : p + 1)
+        c->keep[mha__pos_slot(p, s, c->z.m)] = 1;
+    r->keep = c->keys ? c->keep : NULL;
+    r->lo = 0;
+    r->hi = held;
+}
+
+/* Batch entry b's new queries, its length e: each projected, attended
+   and its output. */
+MHA__PRIVATE MHA__NOINLINE void mha__q16_queries(mha__q16 *c, size_t b, size_t e) {
+    const mha__q8 *z = &c->z;
+    mha__q16_row *r = &c->r;
+    const mha_cache *cache = z->cache;
+    const size_t cap = z->m;
+    size_t j, i;
+    for (j = 0; j < z->n; ++j) {
+        mha__q16_linear(c, 0, c->queries + (b * z->n + j) * z->dq, c->qp);
+        mha__decode_sees(e, z->n, j, (size_t)cache->window, !c->keys, &r->lo, &r->hi);
+        if (r->hi - r->lo > cap) r->lo = r->hi - cap; /* cross-attention: the last capacity held */
+        r->kst = z->pk;
+        r->vst = z->pv;
+        r->ring = cap;
+        r->keep = NULL;
+        if (MHA__KEPT(cache)) mha__q16_kept(c, e, MHA__KEPT(cache));
+        for (i = 0; i < z->h; ++i) {
+            r->ka = (const int16_t *)cache->k + (b * z->kv + i / z->grp) * cap * z->pk;
+            r->va = (const int16_t *)cache->v + (b * z->kv + i / z->grp) * cap * z->pv;
+            mha__q16_attend(c, i);
+        }
+        mha__q16_linear(c, 3, c->cat, c->out + (b * z->n + j) * z->po);
+    }
+}
+
+MHA__PRIVATE MHA__NOINLINE void mha__q16_decode(mha__q16 *c) {
+    size_t b, e;
+    for (b = 0; b < c->z.batch; ++b) {
+        e = (size_t)c->z.cache->length[b];
+        if (c->keys) mha__q16_append(c, b, e);
+        e += c->keys ? c->z.tn : 0;
+        mha__q16_queries(c, b, e);
+        c->z.cache->length[b] = (int32_t)e;
+    }
+}
+
 /* The workspace: the call state (mha__q16) at the first 8-byte boundary,
-   then sc [m] int64, kp, vp, qp, cat (int16). Its bytes (SIZE_MAX on
-   overflow). */
+   then sc [m] int64, kp, vp, qp, cat (int16), keep [m]. Its bytes
+   (SIZE_MAX on overflow). */
 #define MHA__Q16_STATE MHA__UP(sizeof(mha__q16), 8)
 MHA__PRIVATE size_t mha__q16_bytes(const mha__q8 *z) {
-    size_t t = mha__mul(z->m, mha__mul(z->kv, mha__add(z->pk, z->pv)));
+    size_t t = mha__mul(z->mp, mha__mul(z->kv, mha__add(z->pk, z->pv)));
     t = mha__add(t, mha__mul(z->h, mha__add(z->pq, z->pv)));
-    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 8)), 7 + MHA__Q16_STATE);
+    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 9)), 7 + MHA__Q16_STATE);
 }
 
 MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
@@ -7972,7 +8091,7 @@ MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int3
     size_t t;
     if (mha__q8_shape(shape) != MHA_OK || batch < 0 || n < 0 || m < 0 || m > 65535) return 0;
     mha__q8_sizes(&z, shape);
-    z.m = MHA__SZ(m);
+    z.m = z.mp = MHA__SZ(m);
     t = mha__q16_bytes(&z);
     return t == SIZE_MAX ? 0 : t;
 }
@@ -7989,7 +8108,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__q16_params_ok(const mha__q8 *z, const mha_q1
     for (k = 0; k < 4; ++k) {
         const mha_q8_rescale *r = k == 0 ? w->r_q : k == 1 ? w->r_k : k == 2 ? w->r_v : w->r_o;
         const size_t rows = k == 0 ? z->h * z->pq : k == 1 ? z->kv * z->pk : k == 2 ? z->kv * z->pv : z->po;
-        for (j = 0; j < rows; ++j)
+        for (j = 0; r && j < rows; ++j) /* NULL: not used by this call */
             if (!mha__q16_rescale_ok(&r[j])) return 0;
     }
     return 1;
@@ -8012,6 +8131,23 @@ MHADEF mha_status mha_q16_prepare(const mha_shape *shape, const mha_q8_scales *s
     return MHA_OK;
 }
 
+/* A checked call's start: z's sizes into the workspace's state, byte by
+   byte through a volatile pointer (as mha__q8_start), and the parts'
+   places (mha__q16_bytes' order); the caller then sets the arguments'
+   fields. The state. */
+MHA__PRIVATE MHA__NOINLINE mha__q16 *mha__q16_start(void *workspace, const mha__q8 *z) {
+    mha__q16 *c = (mha__q16 *)(void *)mha__q8_state(workspace);
+    size_t t;
+    for (t = 0; t < sizeof *z; ++t) ((volatile unsigned char *)&c->z)[t] = ((const unsigned char *)z)[t];
+    c->sc = (int64_t *)(void *)((unsigned char *)c + MHA__Q16_STATE);
+    c->kp = (int16_t *)(void *)(c->sc + z->m);
+    c->vp = c->kp + z->mp * z->kv * z->pk;
+    c->qp = c->vp + z->mp * z->kv * z->pv;
+    c->cat = c->qp + z->h * z->pq;
+    c->keep = (uint8_t *)(c->cat + z->h * z->pv);
+    return c;
+}
+
 /* mha_forward_q16 up to the work: the checks in the order of the error
    table (mha_forward_q8's), then the call state into the workspace (byte by
    byte through a volatile pointer, as mha__q8_start), so that the work runs
@@ -8030,7 +8166,8 @@ MHA__PRIVATE MHA__NOINLINE int mha__q16_enter(const mha_shape *shape, const mha_
     if (batch < 0 || n < 0 || m < 0 || m > 65535 || (mask && mask->bias)) return MHA_ERR_SHAPE;
     z.batch = MHA__SZ(batch);
     z.n = MHA__SZ(n);
-    z.m = MHA__SZ(m);
+    z.m = z.mp = MHA__SZ(m);
+    z.cache = NULL;
     if (!w->w_q || !w->w_k || !w->w_v || !w->w_o || !w->r_q || !w->r_k || !w->r_v || !w->r_o || !queries ||
         !keys || !values || !out)
         return MHA_ERR_NULL;
@@ -8042,8 +8179,7 @@ MHA__PRIVATE MHA__NOINLINE int mha__q16_enter(const mha_shape *shape, const mha_
         for (t = 0; t < z.batch * (mask->valid_lens_per_query ? z.n : 1); ++t)
             if (mask->valid_lens[t] < 0 || MHA__SZ(mask->valid_lens[t]) > z.m) return MHA_ERR_MASK;
     if (z.batch == 0 || z.n == 0) return MHA_OK;
-    c = (mha__q16 *)(void *)mha__q8_state(workspace);
-    for (t = 0; t < sizeof z; ++t) ((volatile unsigned char *)&c->z)[t] = ((const unsigned char *)&z)[t];
+    c = mha__q16_start(workspace, &z);
     c->w = w;
     c->p = p;
     c->mask = mask;
@@ -8051,11 +8187,6 @@ MHA__PRIVATE MHA__NOINLINE int mha__q16_enter(const mha_shape *shape, const mha_
     c->keys = keys;
     c->values = values;
     c->out = out;
-    c->sc = (int64_t *)(void *)((unsigned char *)c + MHA__Q16_STATE);
-    c->kp = (int16_t *)(void *)(c->sc + z.m);
-    c->vp = c->kp + z.m * z.kv * z.pk;
-    c->qp = c->vp + z.m * z.kv * z.pv;
-    c->cat = c->qp + z.h * z.pq;
     return MHA__RUN;
 }
 
@@ -8065,8 +8196,94 @@ MHADEF mha_status mha_forward_q16(const mha_shape *shape, const mha_q16_weights 
                                   size_t workspace_bytes) {
     int st = mha__q16_enter(shape, w, p, batch, n, m, queries, keys, values, mask, out, workspace, workspace_bytes);
     if (st != MHA__RUN) return (mha_status)st;
-    mha__q16_compute((const mha__q16 *)(void *)mha__q8_state(workspace));
+    mha__q16_compute((mha__q16 *)(void *)mha__q8_state(workspace));
     return MHA_OK;
+}
+
+/* Decoding (queries given) or appending in 16x8 up to the work: the checks
+   in mha__q8_enter_cache's order (a cache of type MHA_I16, capacity <=
+   65535), then the state into the workspace. MHA__RUN, or a status. */
+MHA__PRIVATE MHA__NOINLINE int mha__q16_enter_cache(const mha_shape *shape, const mha_q16_weights *w,
+                                                   const mha_q8_params *p, mha_cache *cache, int32_t batch, int32_t t,
+                                                   const int16_t *queries, const int16_t *keys, const int16_t *values,
+                                                   int16_t *out, void *workspace, size_t workspace_bytes,
+                                                   int decode) {
+    mha__q8 z;
+    mha__q16 *c;
+    mha_status st;
+    size_t b, bytes;
+    if (!w || !p) return MHA_ERR_NULL;
+    if ((st = mha__q8_shape(shape)) != MHA_OK) return st;
+    mha__q8_sizes(&z, shape);
+    if (batch < 0 || t < 0) return MHA_ERR_SHAPE;
+    if (!cache) return MHA_ERR_NULL;
+    if (mha__ring_bad(cache, keys ? MHA__SZ(t) : 0) || cache->capacity > 65535 || mha__types_bad(cache, 2, 0))
+        return MHA_ERR_SHAPE;
+    if (!cache->k || !cache->v || !cache->length || !keys != !values || (!decode && !keys) ||
+        (keys && (!w->w_k || !w->w_v || !w->r_k || !w->r_v)) ||
+        (decode && (!queries || !out || !w->w_q || !w->w_o || !w->r_q || !w->r_o)))
+        return MHA_ERR_NULL;
+    z.batch = MHA__SZ(batch);
+    z.n = decode ? MHA__SZ(t) : 0;
+    z.tn = MHA__SZ(t);
+    z.m = z.tn; /* the keys given (for their counts), then the capacity */
+    z.cache = cache;
+    if (!mha__q8_fits(&z, 0) ||
+        mha__rows_bytes(mha__mul(mha__mul(z.batch, z.kv), MHA__SZ(cache->capacity)), MHA_I16,
+                        mha__add(z.pk, z.pv)) == SIZE_MAX)
+        return MHA_ERR_OVERFLOW;
+    z.m = MHA__SZ(cache->capacity);
+    z.mp = 1;
+    if ((bytes = mha__q16_bytes(&z)) == SIZE_MAX) return MHA_ERR_OVERFLOW;
+    if (!mha__q16_params_ok(&z, w, p)) return MHA_ERR_SHAPE;
+    if (!workspace || workspace_bytes < bytes) return MHA_ERR_WORKSPACE;
+    for (b = 0; b < z.batch; ++b) /* every length first, then the room */
+        if (cache->length[b] < 0 || (!cache->window && cache->length[b] > cache->capacity)) return MHA_ERR_MASK;
+    for (b = 0; keys && b < z.batch; ++b)
+        if ((int64_t)cache->length[b] + (int64_t)t > (cache->window ? MHA__POS_MAX : cache->capacity))
+            return MHA_ERR_CAPACITY;
+    if (z.batch == 0 || z.tn == 0) return MHA_OK;
+    c = mha__q16_start(workspace, &z);
+    c->w = w;
+    c->p = p;
+    c->mask = NULL;
+    c->queries = queries;
+    c->keys = keys;
+    c->values = values;
+    c->out = out;
+    return MHA__RUN;
+}
+
+MHADEF mha_status mha_decode_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                 mha_cache *cache, int32_t batch, int32_t t, const int16_t *queries,
+                                 const int16_t *keys, const int16_t *values, int16_t *out, void *workspace,
+                                 size_t workspace_bytes) {
+    int st =
+        mha__q16_enter_cache(shape, w, p, cache, batch, t, queries, keys, values, out, workspace, workspace_bytes, 1);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__q16_decode((mha__q16 *)(void *)mha__q8_state(workspace));
+    return MHA_OK;
+}
+
+MHADEF mha_status mha_cache_append_q16(const mha_shape *shape, const mha_q16_weights *w, const mha_q8_params *p,
+                                       mha_cache *cache, int32_t batch, int32_t t, const int16_t *keys,
+                                       const int16_t *values, void *workspace, size_t workspace_bytes) {
+    int st =
+        mha__q16_enter_cache(shape, w, p, cache, batch, t, NULL, keys, values, NULL, workspace, workspace_bytes, 0);
+    if (st != MHA__RUN) return (mha_status)st;
+    mha__q16_decode((mha__q16 *)(void *)mha__q8_state(workspace));
+    return MHA_OK;
+}
+
+MHADEF size_t mha_q16_decode_workspace_size(const mha_shape *shape, int32_t batch, int32_t t, int32_t capacity) {
+    mha__q8 z;
+    size_t bytes;
+    if (mha__q8_shape(shape) != MHA_OK || batch < 0 || t < 0 || capacity < 1 || capacity > 65535) return 0;
+    mha__q8_sizes(&z, shape);
+    z.m = MHA__SZ(capacity);
+    z.mp = 1;
+    bytes = mha__q16_bytes(&z);
+    return bytes == SIZE_MAX ? 0 : bytes;
 }
 
 #ifdef __cplusplus

@@ -344,7 +344,7 @@ static void test_knobs(void) {
                   mha_pack_weights(&base, &w, p.ws, p.ws_bytes) == MHA_ERR_SHAPE,
               "weights of element type %d: MHA_ERR_SHAPE", (int)w.type);
     }
-    CHECK(mha_cache_bytes_typed(&base, 2, 5, 6) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
+    CHECK(mha_cache_bytes_typed(&base, 2, 5, 7) == 0 && mha_cache_bytes_typed(&base, 2, 5, -1) == 0,
           "mha_cache_bytes_typed of an unknown type: 0");
     if (mha_build_info().no_extras) { /* compiled out: every knob and 16-bit type is refused */
         for (k = 0; k < 5; ++k) {
@@ -634,14 +634,14 @@ static void test_decode_statuses(void) {
         c.capacity = 4;
     }
     { /* mha_cache_row: bad arguments, and its address in each element type (the cache: batch 2, capacity 4) */
-        static const int32_t types[4] = {MHA_F32, MHA_F16, MHA_BF16, MHA_I8}, sizes[4] = {4, 2, 2, 1};
+        static const int32_t types[5] = {MHA_F32, MHA_F16, MHA_BF16, MHA_I8, MHA_I16}, sizes[5] = {4, 2, 2, 1, 2};
         mha_cache r = c;
         int32_t k, ok = 1, no_extras = mha_build_info().no_extras;
         lens[0] = 3;
         lens[1] = 1;
         r.window = 0;
         r.keep_first = 0;
-        for (k = 0; k < 4; ++k) {
+        for (k = 0; k < 5; ++k) {
             r.type = types[k];
             if (no_extras && (k == 1 || k == 2)) {
                 ok &= mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL; /* no 16-bit caches */
@@ -654,7 +654,8 @@ static void test_decode_statuses(void) {
                   mha_cache_row(&s, &r, 2, 1, 0, 1, 0) == NULL; /* past sequence 1's length */
         }
         r.type = MHA_F32;
-        CHECK(ok, "mha_cache_row: float, f16, bf16 and int8 rows where the layout puts them; NULL past the length");
+        CHECK(ok, "mha_cache_row: float, f16, bf16, int8 and int16 rows where the layout puts them; NULL past the "
+                  "length");
         CHECK(mha_cache_row(NULL, &r, 2, 0, 0, 0, 0) == NULL && mha_cache_row(&s, NULL, 2, 0, 0, 0, 0) == NULL &&
                   mha_cache_row(&s, &r, 2, -1, 0, 0, 0) == NULL && mha_cache_row(&s, &r, 2, 0, -1, 0, 0) == NULL &&
                   mha_cache_row(&s, &r, 2, 0, 1, 0, 0) == NULL && mha_cache_row(&s, &r, 2, 0, 0, -1, 0) == NULL &&
@@ -663,7 +664,7 @@ static void test_decode_statuses(void) {
                   mha_cache_row(&s, &r, 0, 0, 0, 0, 0) == NULL && mha_cache_row(&s, &r, -1, 0, 0, 0, 0) == NULL,
               "mha_cache_row: shape or cache NULL, b, kv_head, position < 0, kv_head >= kv_heads, which not 0 or 1, "
               "b >= batch (2, INT32_MAX), batch 0 or -1: NULL");
-        r.type = 6;
+        r.type = 7;
         ok = mha_cache_row(&s, &r, 2, 0, 0, 0, 0) == NULL;
         r.type = MHA_F32;
         r.capacity = 0;
@@ -732,11 +733,14 @@ static void test_decode_statuses(void) {
           "decode: element type 3 (MHA_I8: the int8 path's only): MHA_ERR_SHAPE");
     c.type = -1;
     CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type -1: MHA_ERR_SHAPE");
-    c.type = 6;
-    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 6: MHA_ERR_SHAPE");
+    c.type = MHA_I16;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,
+          "decode: element type 6 (MHA_I16: the 16x8 path's only): MHA_ERR_SHAPE");
+    c.type = 7;
+    CHECK(DEC(&c, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE, "decode: element type 7: MHA_ERR_SHAPE");
     c.type = 0;
     {
-        static const int32_t vt[4] = {MHA_I8, 6, -1, INT32_MAX};
+        static const int32_t vt[4] = {MHA_I8, MHA_I16, -1, INT32_MAX};
         int k;
         int ok = 1;
         for (k = 0; k < 4; ++k) {
@@ -746,7 +750,7 @@ static void test_decode_statuses(void) {
         }
         c.value_type = 0;
         CHECK(ok && memcmp(lens, len_copy, sizeof lens) == 0,
-              "decode and append: value_type MHA_I8, 6, -1 or INT32_MAX: MHA_ERR_SHAPE, lengths unchanged");
+              "decode and append: value_type MHA_I8, MHA_I16, -1 or INT32_MAX: MHA_ERR_SHAPE, lengths unchanged");
     }
     CHECK(mha_decode(&s, &p.w, &c, -1, 2, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE &&
               mha_decode(&s, &p.w, &c, 2, -1, p.q, p.k, p.v, out, ws, bytes) == MHA_ERR_SHAPE,

@@ -9,6 +9,10 @@
      distribution printed, at least 80 % within 1 LSB and none 256 or more
      apart (an int8 LSB);
    - a workspace at every alignment gives the same bits;
+   - 16x8 decoding (mha_decode_q16, mha_cache_append_q16) against
+     mha_forward_q16 bit for bit on every case: token by token, in chunks,
+     with a window as a ring (and kept first positions), and as
+     cross-attention;
    - bad input: each status, nothing written. */
 #include "test_util.h"
 #include "ref_q16_small.h"
@@ -265,6 +269,108 @@ static void q16_prepare_check(const q16_case *c) {
 }
 
 static long q16_cases, q16_exact;
+static long q16_decoded;
+
+/* Decoding in 16x8 against mha_forward_q16, bit for bit, with the case's
+   weights and T = m tokens per sequence (its keys and values, and queries
+   made here): as tests/test_q8.c checks int8 decoding (token by token, in
+   chunks of 2 and 3, windows as rings with and without kept first
+   positions, cross-attention over every key and over a ring). */
+static void q16_decode_check(const q16_case *c) {
+    const int32_t B = c->batch, T = c->m, dq = c->s.d_q, po = c->s.p_o, dk = c->s.d_k, dv = c->s.d_v;
+    const int32_t kvh = c->s.kv_heads ? c->s.kv_heads : c->s.heads;
+    const size_t E = sizeof(int16_t);
+    int16_t *q = (int16_t *)q16_alloc((size_t)(B * T * dq), E), *fwd = (int16_t *)q16_alloc((size_t)(B * T * po), E);
+    int16_t *dec = (int16_t *)q16_alloc((size_t)(B * T * po), E);
+    uint8_t *keep = (uint8_t *)q16_alloc((size_t)(B * T * T), 1);
+    int32_t len[4], i, j, b, mode, ok = 1;
+    size_t fb = mha_q16_workspace_size(&c->s, B, T, T), cap_max = (size_t)T + 8;
+    unsigned char *fws = (unsigned char *)malloc(fb + 1);
+    unsigned char *dws = (unsigned char *)malloc(mha_q16_decode_workspace_size(&c->s, B, 3, (int32_t)cap_max) + 2);
+    int16_t *store = (int16_t *)malloc(mha_cache_bytes_typed(&c->s, B, (int32_t)cap_max, MHA_I16) + 1);
+    int16_t *rows = (int16_t *)q16_alloc((size_t)(B * 3 * (dq + dk + dv + po)), E); /* a chunk's */
+    mha_mask mask = MHA_INIT;
+    if (T == 0 || B > 4) goto done;
+    for (i = 0; i < B * T * dq; ++i) q[i] = (int16_t)((int32_t)(tu_next() % 65536u) - 32768);
+    for (mode = 0; mode < 10; ++mode) { /* as q8_decode_check's modes */
+        const int32_t chunk = mode < 3 ? mode + 1 : mode == 3 || mode == 7 ? 1 : mode == 4 || mode == 8 ? 2 : T;
+        const int32_t win = mode == 3 || mode == 4 || mode == 7 ? 2 : mode == 8 ? 3 : mode >= 6 ? (T + 1) / 2 : 0;
+        const int32_t kept = mode == 7 ? 1 : mode == 8 ? 2 : mode == 9 && win > 1 ? 1 : 0;
+        const int cross = mode == 5 || mode == 6 || mode == 9;
+        mha_cache cache;
+        mha_status st;
+        int32_t cap = mode == 6 ? win : mode == 9 ? kept + win : win ? kept + win + chunk - 1 : T;
+        memset(&mask, 0, sizeof mask);
+        if (mode == 6 || mode == 9) { /* the ring holds positions T - (cap - kept) .. T - 1, and < kept */
+            for (i = 0; i < B * T * T; ++i) keep[i] = (uint8_t)(i % T >= T - (cap - kept) || i % T < kept);
+            mask.keep = keep;
+        } else if (win) {
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < T; ++i)
+                    for (j = 0; j < T; ++j) keep[(b * T + i) * T + j] = (uint8_t)(j <= i && (j > i - win || j < kept));
+            mask.keep = keep;
+        } else if (mode != 5) {
+            mask.causal = 1;
+        }
+        st = mha_forward_q16(&c->s, &c->w, &c->p, B, T, T, q, c->k, c->v, mode == 5 ? NULL : &mask, fwd, fws, fb);
+        ok &= st == MHA_OK;
+        memset(&cache, 0, sizeof cache);
+        cache.k = store;
+        cache.v = store + (size_t)(B * kvh * cap * c->s.p_k);
+        cache.length = len;
+        cache.capacity = cap;
+        cache.window = win;
+        cache.keep_first = kept;
+        cache.type = MHA_I16;
+        for (b = 0; b < B; ++b) len[b] = 0;
+        if (cross) { /* every key appended (one at a time into the ring), then all T queries at once */
+            size_t db = mha_q16_decode_workspace_size(&c->s, B, T, cap);
+            int16_t *ks = rows, *vs = rows + B * dk;
+            if (mode == 5) st = mha_cache_append_q16(&c->s, &c->w, &c->p, &cache, B, T, c->k, c->v, dws, db);
+            for (i = 0; mode != 5 && i < T; ++i) {
+                for (b = 0; b < B; ++b) {
+                    memcpy(ks + b * dk, c->k + (b * T + i) * dk, (size_t)dk * E);
+                    memcpy(vs + b * dv, c->v + (b * T + i) * dv, (size_t)dv * E);
+                }
+                st = mha_cache_append_q16(&c->s, &c->w, &c->p, &cache, B, 1, ks, vs, dws, db);
+                ok &= st == MHA_OK;
+            }
+            ok &= st == MHA_OK && len[0] == T;
+            st = mha_decode_q16(&c->s, &c->w, &c->p, &cache, B, T, q, NULL, NULL, dec, dws, db);
+            ok &= st == MHA_OK && len[0] == T;
+        } else {
+            for (i = 0; i < T; i += chunk) { /* the inputs' rows i .. i + n - 1 of every sequence */
+                const int32_t n = T - i < chunk ? T - i : chunk;
+                int16_t *qs = rows, *ks = qs + B * n * dq, *vs = ks + B * n * dk, *os = vs + B * n * dv;
+                size_t db = mha_q16_decode_workspace_size(&c->s, B, n, cap);
+                for (b = 0; b < B; ++b)
+                    for (j = 0; j < n; ++j) {
+                        memcpy(qs + (b * n + j) * dq, q + (b * T + i + j) * dq, (size_t)dq * E);
+                        memcpy(ks + (b * n + j) * dk, c->k + (b * T + i + j) * dk, (size_t)dk * E);
+                        memcpy(vs + (b * n + j) * dv, c->v + (b * T + i + j) * dv, (size_t)dv * E);
+                    }
+                st = mha_decode_q16(&c->s, &c->w, &c->p, &cache, B, n, qs, ks, vs, os, dws + 1, db);
+                ok &= st == MHA_OK && len[0] == i + n;
+                for (b = 0; b < B; ++b) memcpy(dec + (b * T + i) * po, os + b * n * po, (size_t)(n * po) * E);
+            }
+        }
+        ok &= memcmp(dec, fwd, (size_t)(B * T * po) * E) == 0;
+        CHECK(ok, "16x8 decoding (mode %d: chunk %d, window %d, keep_first %d) differs from mha_forward_q16", (int)mode,
+              (int)chunk, (int)win, (int)kept);
+        q16_decoded += ok;
+        ok = 1;
+    }
+done:
+    free(rows);
+    free(q);
+    free(fwd);
+    free(dec);
+    free(keep);
+    free(fws);
+    free(dws);
+    free(store);
+}
+
 
 static void q16_run_cases(const int64_t *words) {
     q16_case c;
@@ -294,6 +400,7 @@ static void q16_run_cases(const int64_t *words) {
         }
         q16_exact += same;
         q16_prepare_check(&c);
+        q16_decode_check(&c);
         if (c.calibrated && c.n > 0) q16_against_fp32(&c, out);
         free(out);
         free(ws);
@@ -304,7 +411,7 @@ static void q16_run_cases(const int64_t *words) {
 /* Bad input: each status, out untouched. */
 static void q16_hostile(void) {
     mha_shape s = shape_of(4, 2, 8, 8, 8, 4, 4, 6, 0);
-    int8_t w8[64];
+    int8_t w8[128]; /* the largest: W_q [16][8] */
     int64_t b64[16];
     mha_q8_rescale r[64], good = {1 << 30, -3};
     mha_q16_weights w = MHA_INIT;
@@ -317,10 +424,8 @@ static void q16_hostile(void) {
     float bias[1] = {0.0f};
     size_t i;
     memset(&p, 0, sizeof p);
-    for (i = 0; i < 64; ++i) {
-        w8[i] = (int8_t)(i * 7 % 255 - 127);
-        r[i] = good;
-    }
+    for (i = 0; i < 128; ++i) w8[i] = (int8_t)(i * 7 % 255 - 127);
+    for (i = 0; i < 64; ++i) r[i] = good;
     for (i = 0; i < 16; ++i) b64[i] = (int64_t)i * 1000 - 8000;
     for (i = 0; i < sizeof q / sizeof q[0]; ++i) q[i] = (int16_t)(i * 997 % 65536 - 32768);
     for (i = 0; i < sizeof kv / sizeof kv[0]; ++i) kv[i] = (int16_t)(i * 1231 % 65536 - 32768);
@@ -386,10 +491,72 @@ static void q16_hostile(void) {
         st = mha_forward_q16(&s, &w, &p, 0, 3, 5, q, kv, kv, NULL, out, ws, bytes);
         CHECK(st == MHA_OK && out[0] == 0x1234, "q16 batch 0: %s", mha_status_string(st));
     }
+    { /* decoding's statuses: nothing written, the cache and its lengths included */
+        int16_t store[2 * 2 * 8 * 4 + 2 * 2 * 8 * 4], before[sizeof store / sizeof store[0]];
+        int32_t len[2] = {3, 1}, len0[2] = {3, 1};
+        mha_cache cache;
+        const size_t db = mha_q16_decode_workspace_size(&s, 2, 1, 8);
+        mha_status st;
+#define Q16_DEC(want, what, call)                                                                                  \
+    do {                                                                                                           \
+        for (i = 0; i < sizeof store / sizeof store[0]; ++i) store[i] = before[i] = (int16_t)(i * 37);            \
+        for (i = 0; i < sizeof out / sizeof out[0]; ++i) out[i] = 0x1234;                                         \
+        len[0] = len0[0];                                                                                          \
+        len[1] = len0[1];                                                                                          \
+        st = call;                                                                                                 \
+        CHECK(st == (want) && (want == MHA_OK || (!memcmp(store, before, sizeof store) && out[0] == 0x1234 &&     \
+                                                  len[0] == len0[0] && len[1] == len0[1])),                        \
+              "q16 decoding, %s: %s", what, mha_status_string(st));                                                \
+    } while (0)
+        memset(&cache, 0, sizeof cache);
+        cache.k = store;
+        cache.v = store + 2 * 2 * 8 * 4;
+        cache.length = len;
+        cache.capacity = 8;
+        cache.type = MHA_I16;
+        CHECK(db > 0 && db <= sizeof ws && mha_q16_decode_workspace_size(&s, 2, 1, 65536) == 0 &&
+                  mha_cache_bytes_typed(&s, 2, 8, MHA_I16) == sizeof store,
+              "mha_q16_decode_workspace_size %u, mha_cache_bytes_typed", (unsigned)db);
+        Q16_DEC(MHA_OK, "a step", mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        CHECK(len[0] == 4 && len[1] == 2, "q16 decoding: the lengths grew");
+        Q16_DEC(MHA_OK, "an append", mha_cache_append_q16(&s, &w, &p, &cache, 2, 1, kv, kv, ws, db));
+        cache.type = MHA_I8;
+        Q16_DEC(MHA_ERR_SHAPE, "an int8 cache", mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        cache.type = MHA_I16;
+        cache.value_type = MHA_F32 + 1;
+        Q16_DEC(MHA_ERR_SHAPE, "f16 values", mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        cache.value_type = 0;
+        Q16_DEC(MHA_ERR_WORKSPACE, "a short workspace",
+                mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db - 1));
+        p.zero_v = 2;
+        Q16_DEC(MHA_ERR_SHAPE, "a zero point", mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        p.zero_v = 0;
+        len0[1] = 9;
+        Q16_DEC(MHA_ERR_MASK, "a length past the capacity",
+                mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        len0[1] = 8;
+        Q16_DEC(MHA_ERR_CAPACITY, "a full cache", mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        len0[1] = 1;
+        Q16_DEC(MHA_ERR_NULL, "keys without values",
+                mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, NULL, out, ws, db));
+        Q16_DEC(MHA_ERR_NULL, "an append without keys",
+                mha_cache_append_q16(&s, &w, &p, &cache, 2, 1, NULL, NULL, ws, db));
+        cache.capacity = 65536;
+        Q16_DEC(MHA_ERR_SHAPE, "a capacity of 65536",
+                mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        cache.capacity = 8;
+        cache.window = 4;
+        cache.keep_first = 4;
+        Q16_DEC(MHA_ERR_SHAPE, "keep_first = window", mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+        cache.keep_first = 1;
+        Q16_DEC(MHA_OK, "a window with a kept position",
+                mha_decode_q16(&s, &w, &p, &cache, 2, 1, q, kv, kv, out, ws, db));
+#undef Q16_DEC
+    }
     { /* saturation: the largest inputs, weights and biases stay defined and clamped */
         mha_status st;
         for (i = 0; i < sizeof q / sizeof q[0]; ++i) q[i] = i % 2 ? 32767 : -32768;
-        for (i = 0; i < 64; ++i) w8[i] = i % 3 ? 127 : -128;
+        for (i = 0; i < 128; ++i) w8[i] = i % 3 ? 127 : -128;
         for (i = 0; i < 16; ++i) b64[i] = i % 2 ? INT64_MAX : INT64_MIN;
         for (i = 0; i < 64; ++i) r[i].shift = 7;
         st = mha_forward_q16(&s, &w, &p, 2, 3, 5, q, kv, kv, NULL, out, ws, bytes);
@@ -449,6 +616,7 @@ int main(int argc, char **argv) {
         CHECK(q16_cases >= 1012, "q16: only %ld cases in %s", q16_cases - 12, argv[1]);
     }
     printf("q16: %ld of %ld cases equal the numpy reference bit for bit\n", q16_exact, q16_cases);
+    printf("q16: %ld decodings (10 per case with keys) equal mha_forward_q16 bit for bit\n", q16_decoded);
     if (q16_calibrated) {
         long total = q16_lsb[0] + q16_lsb[1] + q16_lsb[2] + q16_lsb[3];
         printf("q16: against fp32 on %ld calibrated cases, %ld outputs: |error| 0 LSB %.2f %%, 1 LSB %.2f %%, "
