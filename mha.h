@@ -8002,12 +8002,6 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_compute(mha__q16 *c) {
     }
 }
 
-/* Decoding's stages over batch entry b (mha__q8_decode's, in 16x8): the t
-   new keys and values projected into their positions' cache slots, then
-   each new query projected, attended over the positions it sees
-   (mha__decode_sees; the last capacity of them through the slot rule; with
-   kept first positions a keep row by slot, as mha__q8_kept), and its
-   output; the length grows by t where keys were given. */
 /* Batch entry b's t new keys and values projected into kp, vp and copied
    into the slots of positions e, e + 1, ... (every kv head). */
 MHA__PRIVATE MHA__NOINLINE void mha__q16_append(const mha__q16 *c, size_t b, size_t e) {
@@ -8065,6 +8059,12 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_queries(mha__q16 *c, size_t b, size_t e
     }
 }
 
+/* Decoding's stages (mha__q8_decode's, in 16x8), each batch entry in turn: the t
+   new keys and values projected into their positions' cache slots, then
+   each new query projected, attended over the positions it sees
+   (mha__decode_sees; the last capacity of them through the slot rule; with
+   kept first positions a keep row by slot, as mha__q8_kept), and its
+   output; the length grows by t where keys were given. */
 MHA__PRIVATE MHA__NOINLINE void mha__q16_decode(mha__q16 *c) {
     size_t b, e;
     for (b = 0; b < c->z.batch; ++b) {
