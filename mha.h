@@ -7929,10 +7929,10 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
     int64_t *sc = c->sc, mx = INT64_MIN, acc;
     uint32_t sum = 0, x;
     int32_t h = 0, recip, sym;
-    size_t j, a, slot;
-    /* 1. */
-    for (j = 0, slot = first; j < hi; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1) {
-        const int16_t *k = r->ka + slot * r->kst;
+    size_t j, a, at = first * r->kst;
+    /* 1. (at: position lo + j's key) */
+    for (j = 0; j < hi; ++j, at = at + r->kst == r->ring * r->kst ? 0 : at + r->kst) {
+        const int16_t *k = r->ka + at;
         if (r->keep && !r->keep[r->lo + j]) {
             sc[j] = INT64_MIN; /* below every score */
             continue;
@@ -7964,9 +7964,14 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
         sc[j] = p > 32767 ? 32767 : p;
     }
     /* 4. |sum| < (2^15 + m) 2^15 */
-    for (a = 0; a < z->pv; ++a) {
-        for (acc = 0, j = 0, slot = first; j < hi; ++j, slot = slot + 1 == r->ring ? 0 : slot + 1)
-            acc += sc[j] * r->va[slot * r->vst + a];
+    for (a = 0; a < z->pv; ++a) { /* at: now position lo + j's value, stepping round the ring */
+        const size_t wrap = r->ring * r->vst + a;
+        at = first * r->vst + a;
+        for (acc = 0, j = 0; j < hi; ++j) {
+            acc += sc[j] * r->va[at];
+            at += r->vst;
+            if (at == wrap) at = a;
+        }
         ho[a] = mha__q16_rescale(acc, c->p->head);
     }
 }
