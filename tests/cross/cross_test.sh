@@ -25,7 +25,8 @@
 #   (and a decoding step each), bit for bit;
 #   on the Linux targets also 1000 written here; there too the 16x8 path
 #   (tests/test_q16.c) on the 1000 cases of tests/q16_ref.py, bit for bit, and
-#   on the Cortex-M cores on the 12 of tests/ref_q16_small.h;
+#   on the Cortex-M cores on the 12 of tests/ref_q16_small.h, on the ATmega2560
+#   on the 3 of tests/ref_q16_tiny.h;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
 #   fast path (MHA_FAST 1: NEON on aarch64, portable elsewhere) against the
@@ -251,6 +252,17 @@ elif build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -
     add "avr-atmega2560 int8" "$out"
 else
     add "avr-atmega2560 int8 build" ""
+fi
+# the 16x8 path there: three tiny cases of tests/q16_ref.py bit for bit (held in flash: __flash, GNU C), their
+# decodings, bad input
+if ! target; then :
+elif build "$B/avr-q16.elf" avr-gcc -mmcu=atmega2560 -Os -std=gnu99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
+        -DMHA_NO_STATUS_STRINGS=1 '-DQ16_HEADER="ref_q16_tiny.h"' -Itests tests/test_q16.c tests/test_impl.c -lm; then
+    out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr-q16.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
+    printf '%s\n' "$out" | grep -E '^q16: [0-9]|passed,|FAIL'
+    add "avr-atmega2560 16x8" "$out"
+else
+    add "avr-atmega2560 16x8 build" ""
 fi
 
 # ---- compile only -----------------------------------------------------------
