@@ -7906,7 +7906,7 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
     for (r = 0; r < rows; ++r) {
         const int8_t *wr = wt + r * d;
         int64_t acc = 0, b = bias ? bias[r] : 0;
-        for (k = 0; k < d; ++k) acc += (int32_t)wr[k] * (int32_t)x[k];
+        for (k = 0; k < d; ++k) acc += (int64_t)((int32_t)wr[k] * (int32_t)x[k]); /* |product| <= 2^22 */
         y[r] = mha__q16_rescale(acc + (b < -lim ? -lim : b > lim ? lim : b), rs[r]);
     }
 }
@@ -7937,7 +7937,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
             sc[j] = INT64_MIN; /* below every score */
             continue;
         }
-        for (acc = 0, a = 0; a < z->pq; ++a) acc += (int32_t)q[a] * (int32_t)k[a];
+        for (acc = 0, a = 0; a < z->pq; ++a) acc += (int64_t)((int32_t)q[a] * (int32_t)k[a]); /* <= 2^30 */
         sc[j] = acc;
         mx = acc > mx ? acc : mx;
     }
