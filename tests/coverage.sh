@@ -13,12 +13,15 @@ gcc $F tests/fuzz/fuzz_mha.c tests/fuzz/replay.c "$d/test_impl.o" -o "$d/replay"
 gcc $F tests/test_decode.c "$d/test_impl.o" -o "$d/test_decode" -lm
 gcc $F tests/test_backward.c "$d/test_impl.o" -o "$d/test_backward" -lm
 gcc $F tests/test_q8.c "$d/test_impl.o" -o "$d/test_q8" -lm
+gcc $F tests/test_q16.c "$d/test_impl.o" -o "$d/test_q16" -lm
 ${PYTHON:-/usr/bin/python3} tests/q8_ref.py "$d/q8_cases.bin" --cases 300 > /dev/null
+${PYTHON:-/usr/bin/python3} tests/q16_ref.py "$d/q16_cases.bin" --cases 1000 > /dev/null
 "$d/test_mha" > /dev/null
 "$d/test_decode" > /dev/null
 "$d/test_backward" > /dev/null
 "$d/test_hostile" > /dev/null
 "$d/test_q8" "$d/q8_cases.bin" > /dev/null
+"$d/test_q16" "$d/q16_cases.bin" > /dev/null
 "$d/replay" tests/fuzz/corpus/* > /dev/null
 # gcov reports every file of the object; keep mha.h
 gcov -b -c -o "$d" "$d/test_impl.o" > "$d/gcov.txt" 2>&1 || true
