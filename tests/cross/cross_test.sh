@@ -231,8 +231,11 @@ target && linux aarch64 qemu-aarch64 aarch64-linux-gnu-gcc-12 -static
 target && linux i386 "$(sh tests/runner32.sh "$B")" gcc -m32
 
 # ---- AVR ATmega2560 under simavr --------------------------------------------
+# (the linker drops what a program does not call: the 16x8 path's tables, 2 KB, would otherwise be copied to
+# the 8 KiB of RAM)
+AVRGC="-ffunction-sections -fdata-sections -Wl,--gc-sections"
 if ! target; then :
-elif build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 -Itests \
+elif build "$B/avr.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 $AVRGC -Itests \
         tests/cross/avr_test.c tests/test_impl.c; then
     # simavr prints each UART line in colour and ends it with a '.'
     out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
@@ -244,7 +247,7 @@ fi
 # the int8 path there: four tiny cases of tests/q8_ref.py bit for bit, bad input, 16-bit size_t counts;
 # without the status strings (AVR copies string constants to its 8 KiB of RAM, where the test's own fill most)
 if ! target; then :
-elif build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
+elif build "$B/avr-q8.elf" avr-gcc -mmcu=atmega2560 -Os -std=c99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 $AVRGC \
         -DMHA_NO_STATUS_STRINGS=1 \
         -DQ8_EXP_STRIDE=4099 '-DQ8_HEADER="ref_q8_tiny.h"' -Itests tests/test_q8.c tests/test_impl.c -lm; then
     out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr-q8.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
@@ -256,7 +259,7 @@ fi
 # the 16x8 path there: three tiny cases of tests/q16_ref.py bit for bit (held in flash: __flash, GNU C), their
 # decodings, bad input
 if ! target; then :
-elif build "$B/avr-q16.elf" avr-gcc -mmcu=atmega2560 -Os -std=gnu99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 \
+elif build "$B/avr-q16.elf" avr-gcc -mmcu=atmega2560 -Os -std=gnu99 -Wall -Wextra -DF_CPU=16000000UL -DMHA_NO_LIBM=1 $AVRGC \
         -DMHA_NO_STATUS_STRINGS=1 '-DQ16_HEADER="ref_q16_tiny.h"' -Itests tests/test_q16.c tests/test_impl.c -lm; then
     out=$(timeout 300 simavr -m atmega2560 -f 16000000 "$B/avr-q16.elf" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/\.$//')
     printf '%s\n' "$out" | grep -E '^q16: [0-9]|passed,|FAIL'
