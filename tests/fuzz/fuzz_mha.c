@@ -329,7 +329,6 @@ static void fz_q8(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, 
     if (s->score != MHA_SCORE_DOT || s->rope_dim || s->alibi || s->softcap != 0.0f || (mask && mask->bias)) return;
     if (choice % 4 == 2) fz_q16(r, s, batch, n, m, mask);
     if (choice % 2 == 0) return; /* no int8 call this time */
-    if (s->score != MHA_SCORE_DOT || s->rope_dim || s->alibi || s->softcap != 0.0f || (mask && mask->bias)) return;
     for (t = 0; t < 4; ++t) {
         wt[t] = (int8_t *)malloc(nw[t] ? nw[t] : 1);
         x[t] = (int8_t *)malloc(nx[t] ? nx[t] : 1);
