@@ -7061,9 +7061,9 @@ MHA__PRIVATE int32_t mha__q8_dot(const int8_t *w, const int16_t *x16, size_t d) 
     return acc;
 }
 /* Two rows at once, w0 and w1 (each x16 load serves both): the sums into
-   *a0 and *a1. */
-MHA__PRIVATE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t *x16, size_t d, int32_t *a0,
-                               int32_t *a1) {
+   *a0 and *a1 (inlined into int8's and 16x8's linear stages). */
+MHA__PRIVATE MHA__INLINE void mha__q8_dot2(const int8_t *w0, const int8_t *w1, const int16_t *x16, size_t d,
+                                          int32_t *a0, int32_t *a1) {
     const int8_t *end = w0 + d;
     int32_t s0 = 0, s1 = 0;
 #if MHA__Q8_MVE
@@ -7154,7 +7154,7 @@ MHA__PRIVATE MHA__INLINE int32_t mha__q8_sxtb16_ror8(int32_t u) {
     return r;
 }
 #define MHA__Q8_DOT4 1
-MHA__PRIVATE void mha__q8_dot4(const int8_t *w0, size_t d, const int16_t *x16, int32_t acc[4]) {
+MHA__PRIVATE MHA__INLINE void mha__q8_dot4(const int8_t *w0, size_t d, const int16_t *x16, int32_t acc[4]) {
     const int8_t *end = w0 + d, *w1 = w0 + d, *w2 = w1 + d, *w3 = w2 + d;
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (; end - w0 >= 4; w0 += 4, w1 += 4, w2 += 4, w3 += 4, x16 += 4) {
@@ -7886,13 +7886,37 @@ typedef struct mha__q16 {
     int16_t *vp;   /* [mp][kv*p_v] */
     int16_t *qp;   /* [h*p_q]: one query row projected */
     int16_t *cat;  /* [h*p_v]: its heads */
+    int16_t *x16;  /* [mha__q8_x16]: a linear stage's input in the order of int8's products (DSP cores) */
     uint8_t *keep; /* [m]: decoding with kept first positions: the row's keep row by slot */
     mha__q16_row r;
 } mha__q16;
 
+/* acc + x y in int64 for x y within int32: a 32-bit product where a 64-bit
+   one is a library call (ARMv6-M, AVR), else SMLAL's form. */
+#if defined(__ARM_ARCH_6M__) || defined(__AVR__)
+#define MHA__Q16_MAC(acc, x, y) ((acc) + (int32_t)(x) * (y))
+#else
+#define MHA__Q16_MAC(acc, x, y) ((acc) + (int64_t)(x) * (y))
+#endif
 /* The linear stage `which` (0 q, 1 k, 2 v, 3 o) of one row x:
    y[r] = rescale_r(sum_c W[r][c] x_c + b[r]), clamped to int16; the sum in
-   int64 (|sum| < 2^38), the bias saturated into [-2^47, 2^47] first. */
+   int64 (|sum| < 2^38), the bias saturated into [-2^47, 2^47] first. The
+   products are int8's (Helium, DSP or plain C, with x in place of x - zx:
+   on DSP cores copied into x16 in mha__q8_offset's order), over runs of at most MHA__Q16_RUN columns, each run's sum exact in int32
+   (504 products of at most 2^22: < 2^31) and added in int64: four rows a
+   pass by mha__q8_dot4 where the core has it and x is one run, two by
+   mha__q8_dot2, the last by mha__q8_dot. At -Os (the size and stack
+   budgets) one row at a time in plain C. */
+#define MHA__Q16_RUN ((size_t)504)
+#if defined(__OPTIMIZE_SIZE__)
+#define MHA__Q16_PRODUCTS 0
+#else
+#define MHA__Q16_PRODUCTS 1
+#endif
+MHA__PRIVATE int16_t mha__q16_row_out(int64_t acc, const int64_t *bias, const mha_q8_rescale *rs, size_t r) {
+    const int64_t lim = (int64_t)1 << 47, b = bias ? bias[r] : 0;
+    return mha__q16_rescale(acc + (b < -lim ? -lim : b > lim ? lim : b), rs[r]);
+}
 MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x, int16_t *y) {
     const mha_q16_weights *w = c->w;
     const mha__q8 *z = &c->z;
@@ -7901,14 +7925,58 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
     const mha_q8_rescale *rs = which == 0 ? w->r_q : which == 1 ? w->r_k : which == 2 ? w->r_v : w->r_o;
     const size_t rows = which == 0 ? z->h * z->pq : which == 1 ? z->kv * z->pk : which == 2 ? z->kv * z->pv : z->po;
     const size_t d = which == 0 ? z->dq : which == 1 ? z->dk : which == 2 ? z->dv : z->h * z->pv;
-    const int64_t lim = (int64_t)1 << 47;
-    size_t r, k;
-    for (r = 0; r < rows; ++r) {
-        const int8_t *wr = wt + r * d;
-        int64_t acc = 0, b = bias ? bias[r] : 0;
-        for (k = 0; k < d; ++k) acc += (int64_t)((int32_t)wr[k] * (int32_t)x[k]); /* |product| <= 2^22 */
-        y[r] = mha__q16_rescale(acc + (b < -lim ? -lim : b > lim ? lim : b), rs[r]);
+    size_t r = 0, k, len;
+    if (MHA__Q16_PRODUCTS && MHA__Q8_DSP) { /* x in the products' order: in each whole group of four, 0 2 1 3 (bits 0 and 1 swapped) */
+        for (k = 0; k < d; ++k) c->x16[k] = x[k < (d & ~(size_t)3) ? (k & ~(size_t)3) | (k & 1) << 1 | (k >> 1 & 1) : k];
+        x = c->x16;
     }
+#if MHA__Q8_DOT4
+    for (; d <= MHA__Q16_RUN && r + 4 <= rows; r += 4) {
+        int32_t acc[4];
+        mha__q8_dot4(wt + r * d, d, x, acc);
+        for (k = 0; k < 4; ++k) y[r + k] = mha__q16_row_out(acc[k], bias, rs, r + k);
+    }
+#endif
+    for (; MHA__Q16_PRODUCTS && r + 2 <= rows; r += 2) {
+        int64_t s0 = 0, s1 = 0;
+        for (k = 0; k < d; k += len) {
+            int32_t a0, a1;
+            len = d - k < MHA__Q16_RUN ? d - k : MHA__Q16_RUN;
+            mha__q8_dot2(wt + r * d + k, wt + (r + 1) * d + k, x + k, len, &a0, &a1);
+            s0 += a0;
+            s1 += a1;
+        }
+        y[r] = mha__q16_row_out(s0, bias, rs, r);
+        y[r + 1] = mha__q16_row_out(s1, bias, rs, r + 1);
+    }
+    for (; r < rows; ++r) {
+        const int8_t *wr = wt + r * d;
+        int64_t acc = 0;
+        for (k = 0; k < d; k += len) {
+            len = d - k < MHA__Q16_RUN ? d - k : MHA__Q16_RUN;
+            if (MHA__Q16_PRODUCTS) acc += mha__q8_dot(wr + k, x + k, len);
+        }
+        for (k = 0; !MHA__Q16_PRODUCTS && k < d; ++k) acc = MHA__Q16_MAC(acc, wr[k], x[k]);
+        y[r] = mha__q16_row_out(acc, bias, rs, r);
+    }
+}
+
+/* sum_a q_a k_a over n int16 pairs, in int64 (each product <= 2^30): eight
+   a VMLALDAVA.S16 on Helium (the tail predicated), two an SMLALD on DSP
+   cores, else one at a time. */
+MHA__PRIVATE int64_t mha__q16_kdot(const int16_t *q, const int16_t *k, size_t n) {
+    int64_t acc = 0;
+    size_t a = 0;
+#if MHA__Q8_MVE
+    for (; a < n; a += 8) {
+        const mve_pred16_t pr = vctp16q((uint32_t)(n - a));
+        acc = vmlaldavaq_s16(acc, vldrhq_z_s16(q + a, pr), vldrhq_z_s16(k + a, pr));
+    }
+#elif MHA__Q8_DSP
+    for (; a + 2 <= n; a += 2) acc = __smlald(MHA__Q8_LOAD(q + a), MHA__Q8_LOAD(k + a), acc);
+#endif
+    for (; a < n; ++a) acc = MHA__Q16_MAC(acc, q[a], k[a]);
+    return acc;
 }
 
 /* The attend stage for one query row (its projection in qp) and head i,
@@ -7937,8 +8005,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
             sc[j] = INT64_MIN; /* below every score */
             continue;
         }
-        for (acc = 0, a = 0; a < z->pq; ++a) acc += (int64_t)((int32_t)q[a] * (int32_t)k[a]); /* <= 2^30 */
-        sc[j] = acc;
+        sc[j] = acc = mha__q16_kdot(q, k, z->pq);
         mx = acc > mx ? acc : mx;
     }
     if (mx == INT64_MIN) { /* no key seen */
@@ -7967,8 +8034,8 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
     for (a = 0; a < z->pv; ++a) { /* at: now position lo + j's value, stepping round the ring */
         const size_t wrap = r->ring * r->vst + a;
         at = first * r->vst + a;
-        for (acc = 0, j = 0; j < hi; ++j) {
-            acc += sc[j] * r->va[at];
+        for (acc = 0, j = 0; j < hi; ++j) { /* p_j < 2^15 */
+            acc = MHA__Q16_MAC(acc, (int32_t)sc[j], r->va[at]);
             at += r->vst;
             if (at == wrap) at = a;
         }
@@ -8087,7 +8154,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_decode(mha__q16 *c) {
 #define MHA__Q16_STATE MHA__UP(sizeof(mha__q16), 8)
 MHA__PRIVATE size_t mha__q16_bytes(const mha__q8 *z) {
     size_t t = mha__mul(z->mp, mha__mul(z->kv, mha__add(z->pk, z->pv)));
-    t = mha__add(t, mha__mul(z->h, mha__add(z->pq, z->pv)));
+    t = mha__add(t, mha__add(mha__mul(z->h, mha__add(z->pq, z->pv)), mha__q8_x16(z)));
     return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 9)), 7 + MHA__Q16_STATE);
 }
 
@@ -8149,7 +8216,8 @@ MHA__PRIVATE MHA__NOINLINE mha__q16 *mha__q16_start(void *workspace, const mha__
     c->vp = c->kp + z->mp * z->kv * z->pk;
     c->qp = c->vp + z->mp * z->kv * z->pv;
     c->cat = c->qp + z->h * z->pq;
-    c->keep = (uint8_t *)(c->cat + z->h * z->pv);
+    c->x16 = c->cat + z->h * z->pv;
+    c->keep = (uint8_t *)(c->x16 + mha__q8_x16(z));
     return c;
 }
 

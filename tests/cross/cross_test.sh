@@ -25,7 +25,8 @@
 #   (and a decoding step each), bit for bit;
 #   on the Linux targets also 1000 written here; there too the 16x8 path
 #   (tests/test_q16.c) on the 1000 cases of tests/q16_ref.py, bit for bit, and
-#   on the Cortex-M cores on the 12 of tests/ref_q16_small.h, on the ATmega2560
+#   on the Cortex-M cores on the 12 of tests/ref_q16_small.h (with the core's
+#   DSP/Helium products and with the plain C ones), on the ATmega2560
 #   on the 3 of tests/ref_q16_tiny.h;
 #   s390x (big-endian) and aarch64 under qemu-user, and i386 (-m32): every test
 #   program, the fuzz corpus replay and the threads test included, and the
@@ -81,9 +82,12 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
     build "$B/$name-backward.elf" $cc tests/test_backward.c "$B/$name-impl.o" -lm || ok=0
     build "$B/$name-mathf.elf" $cc -DMATHF_STRIDE=40009u tests/test_mathf.c -lm || ok=0
     build "$B/$name-q8.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c "$B/$name-impl.o" -lm || ok=0 # SMLAD where the core has DSP
-    build "$B/$name-q8-plain.elf" $cc -DMHA_Q8_NO_DSP=1 -DQ8_EXP_STRIDE=97 tests/test_q8.c tests/test_impl.c -lm || ok=0
+    # and without the core's DSP/Helium products (MHA_Q8_NO_DSP): the int8 and 16x8 paths in plain C
+    build "$B/$name-pimpl.o" arm-none-eabi-gcc $* -mthumb -O2 -std=c99 -DMHA_Q8_NO_DSP=1 -c tests/test_impl.c || ok=0
+    build "$B/$name-q8-plain.elf" $cc -DQ8_EXP_STRIDE=97 tests/test_q8.c "$B/$name-pimpl.o" -lm || ok=0
     build "$B/$name-q8paths.elf" $cc tests/q8_paths.c tests/q8_paths_plain.c -lm || ok=0 # this core's kernels vs plain C
     build "$B/$name-q16.elf" $cc tests/test_q16.c "$B/$name-impl.o" -lm || ok=0
+    build "$B/$name-q16-plain.elf" $cc tests/test_q16.c "$B/$name-pimpl.o" -lm || ok=0
     build "$B/$name-firmware.elf" $fwcc -Iexamples/firmware examples/firmware/main.c || ok=0
     helium=""
     if [ "$name" = cortex-m55 ]; then # the fast path's Helium kernels (MHA_FAST 1) against the reference
@@ -92,24 +96,28 @@ cortexm() { # cortexm NAME MACHINE MEMDIR CFLAGS...
         build "$B/$name-mha-fast.elf" $cc -DMHA_FAST=1 tests/test_mha.c "$B/$name-fimpl.o" -lm || ok=0
         build "$B/$name-decode-fast.elf" $cc -DMHA_FAST=1 -DTEST_DECODE_SMALL=1 tests/test_decode.c "$B/$name-fimpl.o" \
             -lm || ok=0
-        # the int8 Helium kernels at -Os too (the exact rescale alone, the vector helpers called)
-        build "$B/$name-q8-os.elf" $cc -Os -DQ8_EXP_STRIDE=97 tests/test_q8.c tests/test_impl.c -lm || ok=0
+        # the int8 Helium kernels at -Os too (the exact rescale alone, the vector helpers called), and the 16x8
+        # path's -Os form (one row at a time in plain C)
+        build "$B/$name-osimpl.o" arm-none-eabi-gcc $* -mthumb -Os -std=c99 -c tests/test_impl.c || ok=0
+        build "$B/$name-q8-os.elf" $cc -Os -DQ8_EXP_STRIDE=97 tests/test_q8.c "$B/$name-osimpl.o" -lm || ok=0
+        build "$B/$name-q16-os.elf" $cc -Os tests/test_q16.c "$B/$name-osimpl.o" -lm || ok=0
         build "$B/$name-q8paths-os.elf" $cc -Os tests/q8_paths.c tests/q8_paths_plain.c -lm || ok=0
         helium="timeout 300 $run $B/$name-fast.elf|timeout 300 $run $B/$name-mha-fast.elf|timeout 300 $run $B/$name-decode-fast.elf"
         helium="$helium|timeout 300 $run $B/$name-q8-os.elf|timeout 300 $run $B/$name-q8paths-os.elf"
+        helium="$helium|timeout 300 $run $B/$name-q16-os.elf"
     fi
     if [ $ok = 0 ]; then add "$name build" ""; return; fi
     out=$(RUN_JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)} sh tests/run.sh "timeout 300 $run $B/$name-mha.elf" "timeout 300 $run $B/$name-mha-nolibm.elf" \
         "timeout 300 $run $B/$name-hostile.elf" "timeout 300 $run $B/$name-decode.elf" \
         "timeout 300 $run $B/$name-backward.elf" "timeout 300 $run $B/$name-mathf.elf" \
         "timeout 300 $run $B/$name-q8.elf" "timeout 300 $run $B/$name-q8-plain.elf" "timeout 300 $run $B/$name-q8paths.elf" \
-        "timeout 300 $run $B/$name-q16.elf" "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
+        "timeout 300 $run $B/$name-q16.elf" "timeout 300 $run $B/$name-q16-plain.elf" "timeout 60 $run $B/$name-firmware.elf" "sh tests/cross/no_heap.sh $B/$name-firmware.elf" 2>&1)
     if [ -n "$helium" ]; then
         out2=$(IFS='|'; sh tests/run.sh $helium 2>&1)
-        printf '%s\n' "$out2" | grep -E '^== |passed,|ulp|random problems|FAIL|fault'
+        printf '%s\n' "$out2" | grep -E '^== |passed,|ulp|random problems|FAIL|fault|^q16: [0-9]'
         add "$name Helium fast path" "$out2"
     fi
-    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]|^q8 paths|^q16: [0-9]' 
+    printf '%s\n' "$out" | grep -E '^== |passed,|ulp|FAIL|firmware|fault|^q8: [0-9]|^q8 paths|^q16 paths|^q16: [0-9]'
     add "$name" "$out"
 }
 target && cortexm cortex-m4f mps2-an386 mps2 -mcpu=cortex-m4 -mfloat-abi=hard -mfpu=fpv4-sp-d16
