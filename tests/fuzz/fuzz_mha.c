@@ -44,7 +44,11 @@
    int16 data, int8 weights, int64 biases (their extremes too), the same
    rescales and zero points of 0 or not; MHA_ERR_SHAPE exactly when a zero
    point is not 0 or a rescale is out of the int8 ranges or has a shift
-   above 7, MHA_OK otherwise, out untouched on an error.
+   above 7, MHA_OK otherwise, out untouched on an error; then, where the
+   next byte is odd, its decoding (fz_q16_decode): the keys appended to an
+   int16 cache and the queries decoded, with one fault or none, the status
+   predicted, out and the cache untouched on an error, and without one the
+   outputs equal to mha_forward_q16's with the causal mask, bit for bit.
    A failed check aborts, which libFuzzer reports with the input.
    Build: make fuzz (clang -fsanitize=fuzzer,address,undefined). tests/fuzz/replay.c
    runs the committed corpus through the same function without libFuzzer. */
@@ -60,7 +64,7 @@
 
 /* How many inputs reached each final check; read by tests/fuzz/replay.c. */
 unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-    fuzz_count_backward, fuzz_count_q8, fuzz_count_q16;
+    fuzz_count_backward, fuzz_count_q8, fuzz_count_q16, fuzz_count_q16_decode, fuzz_count_q16_same;
 
 typedef struct fuzz_reader {
     const uint8_t *p;
@@ -305,6 +309,8 @@ static mha_q8_rescale fz_rescale(fuzz_reader *r, int *ok) {
 }
 
 static void fz_q16(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n, int32_t m, const mha_mask *mask);
+static void fz_q16_decode(fuzz_reader *r, const mha_shape *s, const mha_q16_weights *w, const mha_q8_params *p,
+                          int32_t batch, int32_t n, int32_t m, const int16_t *const x[4], int ok);
 
 /* mha_forward_q8 on the sizes and mask of a case that mha_forward took (see
    the top). */
@@ -423,12 +429,101 @@ static void fz_q16(fuzz_reader *r, const mha_shape *s, int32_t batch, int32_t n,
     for (j = 0; got != MHA_OK && j < nx[3]; ++j) untouched &= x[3][j] == 0x5a5a;
     if (!untouched) FZ_FAIL("16x8: an error wrote out");
     ++fuzz_count_q16;
+    fz_q16_decode(r, s, &w, &p, batch, n, m, (const int16_t *const *)x, ok);
     for (t = 0; t < 4; ++t) {
         free(wt[t]);
         free(x[t]);
         free(bs[t]);
         free(rs[t]);
     }
+    free(ws);
+}
+
+/* 16x8 decoding after fz_q16's forward, with its weights and parameters
+   (ok: they are valid), where the next byte is odd: the m keys appended to an
+   MHA_I16 cache of capacity m + n, then the n queries decoded with n new
+   keys and values; or one fault in the decoding call, drawn from the byte:
+   the cache's type MHA_I8 (MHA_ERR_SHAPE), the workspace a byte short
+   (MHA_ERR_WORKSPACE), a length of -1 (MHA_ERR_MASK), a capacity one short
+   (MHA_ERR_CAPACITY), each predicted in the error table's order. On an
+   error neither out nor the cache is written; without one, out equals
+   mha_forward_q16 over the m + n keys with the causal mask of offset m, bit
+   for bit. */
+static void fz_q16_decode(fuzz_reader *r, const mha_shape *s, const mha_q16_weights *w, const mha_q8_params *p,
+                          int32_t batch, int32_t n, int32_t m, const int16_t *const x[4], int ok) {
+    const int32_t dk = s->d_k, dv = s->d_v;
+    const uint8_t v = fz_byte(r);
+    const int kind = (v / 2) % 5 != 0 && batch >= 1 && n >= 1 ? (v / 2) % 5 : 0;
+    const int32_t cap = m + n - (kind == 4);
+    const size_t nb = (size_t)batch, nout = nb * (size_t)n * (size_t)s->p_o;
+    const size_t kb = mha_cache_array_bytes(s, batch, cap, MHA_I16, 0), vb = mha_cache_array_bytes(s, batch, cap, MHA_I16, 1);
+    int16_t *kn, *vn, *kall, *vall, *out, *ref;
+    int32_t *len;
+    unsigned char *ck, *cv, *snap;
+    mha_cache cache;
+    mha_mask causal;
+    size_t bytes, j, b;
+    void *ws;
+    mha_status want, got;
+    int untouched = 1;
+    if (v % 2 == 0 || cap < 1 || m + n > 4096 || kb == 0 || vb == 0) return;
+    kn = (int16_t *)malloc((nb * (size_t)n * (size_t)dk + 1) * sizeof(int16_t));
+    vn = (int16_t *)malloc((nb * (size_t)n * (size_t)dv + 1) * sizeof(int16_t));
+    kall = (int16_t *)malloc((nb * (size_t)(m + n) * (size_t)dk + 1) * sizeof(int16_t));
+    vall = (int16_t *)malloc((nb * (size_t)(m + n) * (size_t)dv + 1) * sizeof(int16_t));
+    out = (int16_t *)malloc((nout + 1) * sizeof(int16_t));
+    ref = (int16_t *)malloc((nout + 1) * sizeof(int16_t));
+    len = (int32_t *)calloc(nb + 1, sizeof(int32_t));
+    ck = (unsigned char *)calloc(kb, 1);
+    cv = (unsigned char *)calloc(vb, 1);
+    snap = (unsigned char *)malloc(kb + vb);
+    for (j = 0; j < nb * (size_t)n * (size_t)dk; ++j) kn[j] = (int16_t)((int32_t)(j * 2654435761u >> 16) - 32768);
+    for (j = 0; j < nb * (size_t)n * (size_t)dv; ++j) vn[j] = (int16_t)((int32_t)(j * 40503u % 65536u) - 32768);
+    for (b = 0; b < nb; ++b) { /* each batch entry's m old keys, then its n new ones */
+        memcpy(kall + b * (size_t)(m + n) * (size_t)dk, x[1] + b * (size_t)m * (size_t)dk, (size_t)m * (size_t)dk * 2);
+        memcpy(kall + (b * (size_t)(m + n) + (size_t)m) * (size_t)dk, kn + b * (size_t)n * (size_t)dk,
+               (size_t)n * (size_t)dk * 2);
+        memcpy(vall + b * (size_t)(m + n) * (size_t)dv, x[2] + b * (size_t)m * (size_t)dv, (size_t)m * (size_t)dv * 2);
+        memcpy(vall + (b * (size_t)(m + n) + (size_t)m) * (size_t)dv, vn + b * (size_t)n * (size_t)dv,
+               (size_t)n * (size_t)dv * 2);
+    }
+    for (j = 0; j < nout; ++j) out[j] = 0x5a5a;
+    memset(&cache, 0, sizeof cache);
+    cache.k = ck;
+    cache.v = cv;
+    cache.length = len;
+    cache.capacity = cap;
+    cache.type = MHA_I16;
+    bytes = mha_q16_decode_workspace_size(s, batch, m > n ? m : n, cap);
+    ws = malloc(bytes + 1);
+    got = mha_cache_append_q16(s, w, p, &cache, batch, m, x[1], x[2], ws, bytes);
+    if (got != (ok ? MHA_OK : MHA_ERR_SHAPE)) FZ_FAIL("16x8 append: status %d, ok %d", (int)got, ok);
+    if (kind == 1) cache.type = MHA_I8;
+    if (kind == 3) len[0] = -1;
+    want = kind == 1 || !ok ? MHA_ERR_SHAPE : kind == 2 ? MHA_ERR_WORKSPACE : kind == 3 ? MHA_ERR_MASK
+                            : kind == 4 ? MHA_ERR_CAPACITY : MHA_OK;
+    memcpy(snap, ck, kb);
+    memcpy(snap + kb, cv, vb);
+    got = mha_decode_q16(s, w, p, &cache, batch, n, x[0], kn, vn, out, ws, bytes - (kind == 2));
+    if (got != want) FZ_FAIL("16x8 decode: status %d, predicted %d (fault %d)", (int)got, (int)want, kind);
+    ++fuzz_count_q16_decode;
+    if (got != MHA_OK) {
+        for (j = 0; j < nout; ++j) untouched &= out[j] == 0x5a5a;
+        untouched &= memcmp(snap, ck, kb) == 0 && memcmp(snap + kb, cv, vb) == 0;
+        if (!untouched) FZ_FAIL("16x8 decode: an error wrote out or the cache");
+    } else if (m + n <= 65535) {
+        memset(&causal, 0, sizeof causal);
+        causal.causal = 1;
+        causal.causal_offset = m;
+        free(ws);
+        bytes = mha_q16_workspace_size(s, batch, n, m + n);
+        ws = malloc(bytes + 1);
+        got = mha_forward_q16(s, w, p, batch, n, m + n, x[0], kall, vall, &causal, ref, ws, bytes);
+        if (got != MHA_OK) FZ_FAIL("16x8: the causal forward's status %d", (int)got);
+        if (memcmp(out, ref, nout * sizeof(int16_t)) != 0) FZ_FAIL("16x8: decoding differs from the causal forward");
+        ++fuzz_count_q16_same;
+    }
+    free(kn); free(vn); free(kall); free(vall); free(out); free(ref); free(len); free(ck); free(cv); free(snap);
     free(ws);
 }
 

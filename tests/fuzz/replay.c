@@ -7,7 +7,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern unsigned long fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-    fuzz_count_backward, fuzz_count_q8, fuzz_count_q16;
+    fuzz_count_backward, fuzz_count_q8, fuzz_count_q16, fuzz_count_q16_decode, fuzz_count_q16_same;
 
 int main(int argc, char **argv) {
     int i, ran = 0, unreadable = 0;
@@ -26,9 +26,9 @@ int main(int argc, char **argv) {
     }
     printf("fuzz corpus replayed: %d inputs, %lu on the error path, %lu OK and compared with the naive reference, "
            "%lu compared fast path against reference path, %lu decoding calls checked, %lu backward calls checked, %lu int8 calls checked, "
-           "%lu 16x8 calls checked\n",
+           "%lu 16x8 calls checked, %lu 16x8 decodings checked (%lu equal to the causal forward)\n",
            ran, fuzz_count_error_path, fuzz_count_ok_compared, fuzz_count_fast_compared, fuzz_count_decode,
-           fuzz_count_backward, fuzz_count_q8, fuzz_count_q16);
+           fuzz_count_backward, fuzz_count_q8, fuzz_count_q16, fuzz_count_q16_decode, fuzz_count_q16_same);
     printf("%d passed, %d failed\n", ran, unreadable);
     return unreadable ? 1 : 0;
 }
