@@ -7925,7 +7925,7 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
     const mha_q8_rescale *rs = which == 0 ? w->r_q : which == 1 ? w->r_k : which == 2 ? w->r_v : w->r_o;
     const size_t rows = which == 0 ? z->h * z->pq : which == 1 ? z->kv * z->pk : which == 2 ? z->kv * z->pv : z->po;
     const size_t d = which == 0 ? z->dq : which == 1 ? z->dk : which == 2 ? z->dv : z->h * z->pv;
-    size_t r = 0, k, len;
+    size_t r = 0, k, len, j;
     if (MHA__Q16_PRODUCTS && MHA__Q8_DSP) { /* x in the products' order: in each whole group of four, 0 2 1 3 (bits 0 and 1 swapped) */
         for (k = 0; k < d; ++k) c->x16[k] = x[k < (d & ~(size_t)3) ? (k & ~(size_t)3) | (k & 1) << 1 | (k >> 1 & 1) : k];
         x = c->x16;
@@ -7955,8 +7955,9 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
         for (k = 0; k < d; k += len) {
             len = d - k < MHA__Q16_RUN ? d - k : MHA__Q16_RUN;
             if (MHA__Q16_PRODUCTS) acc += mha__q8_dot(wr + k, x + k, len);
+            else
+                for (j = k; j < k + len; ++j) acc = MHA__Q16_MAC(acc, wr[j], x[j]);
         }
-        for (k = 0; !MHA__Q16_PRODUCTS && k < d; ++k) acc = MHA__Q16_MAC(acc, wr[k], x[k]);
         y[r] = mha__q16_row_out(acc, bias, rs, r);
     }
 }
