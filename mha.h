@@ -7871,6 +7871,7 @@ typedef struct mha__q16_row {
     const uint8_t *keep;
 } mha__q16_row;
 
+#define MHA__Q16_P16(c) ((int16_t *)(void *)((c)->sc + (c)->z.m))
 /* One call of the 16x8 path: the sizes (z, as the int8 path's: mp key rows
    projected into kp, vp; decoding: tn new tokens, the cache), its arrays,
    the workspace's parts and the attend stage's row. */
@@ -7882,6 +7883,7 @@ typedef struct mha__q16 {
     const int16_t *queries, *keys, *values;
     int16_t *out;
     int64_t *sc;   /* [m]: a row's scores, exps, then probabilities (m: the keys, or the capacity) */
+                   /* then [m] int16 (MHA__Q16_P16): the probabilities as int16 (Helium's pooling) */
     int16_t *kp;   /* [mp][kv*p_k]: the projected keys, all kv heads of key j side by side */
     int16_t *vp;   /* [mp][kv*p_v] */
     int16_t *qp;   /* [h*p_q]: one query row projected */
@@ -7980,6 +7982,42 @@ MHA__PRIVATE int64_t mha__q16_kdot(const int16_t *q, const int16_t *k, size_t n)
     return acc;
 }
 
+/* Helium's pooling (step 4 of mha__q16_attend, its p_j in MHA__Q16_P16): each
+   column a of the head, sum_j p_j V_ja over the row's positions, eight
+   products a VMLALDAVA.S16 with the values gathered (VLDRH gather, offsets
+   j vst: vst <= 9362 keeps the eighth within uint16), in the ring's at most
+   two runs of slots; the same int64 as one product at a time. 0 where it
+   does not apply (no Helium, a wider stride): the caller pools in C. */
+#if MHA__Q8_MVE
+MHA__PRIVATE int mha__q16_vpool(const mha__q16 *c, size_t hi, size_t first, int16_t *ho) {
+    const mha__q16_row *r = &c->r;
+    const size_t n0 = hi < r->ring - first ? hi : r->ring - first; /* positions before the wrap */
+    uint16x8_t off;
+    size_t a, k, s;
+    if (r->vst > 9362) return 0;
+    off = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)r->vst);
+    for (a = 0; a < c->z.pv; ++a) {
+        int64_t acc = 0;
+        for (s = 0; s < 2; ++s) {
+            const size_t n = s ? hi - n0 : n0;
+            const int16_t *vb = r->va + (s ? 0 : first) * r->vst + a, *pb = MHA__Q16_P16(c) + (s ? n0 : 0);
+            for (k = 0; k < n; k += 8) {
+                const mve_pred16_t pr = vctp16q((uint32_t)(n - k));
+                acc = vmlaldavaq_s16(acc, vldrhq_z_s16(pb + k, pr),
+                                     vldrhq_gather_shifted_offset_z_s16(vb + k * r->vst, off, pr));
+            }
+        }
+        ho[a] = mha__q16_rescale(acc, c->p->head);
+    }
+    return 1;
+}
+#else
+MHA__PRIVATE int mha__q16_vpool(const mha__q16 *c, size_t hi, size_t first, int16_t *ho) {
+    (void)c, (void)hi, (void)first, (void)ho;
+    return 0;
+}
+#endif
+
 /* The attend stage for one query row (its projection in qp) and head i,
    over the positions c->r says: heads' block i of cat.
      1. S_j = sum_a q_a k_ja (int64, |S_j| < 2^44) and their max M
@@ -8030,8 +8068,10 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_attend(const mha__q16 *c, size_t i) {
     for (j = 0; j < hi; ++j) {
         const int64_t p = (sc[j] * recip + ((int64_t)1 << (30 - h))) >> (31 - h); /* >= 0 */
         sc[j] = p > 32767 ? 32767 : p;
+        if (MHA__Q8_MVE) MHA__Q16_P16(c)[j] = (int16_t)sc[j];
     }
     /* 4. |sum| < (2^15 + m) 2^15 */
+    if (mha__q16_vpool(c, hi, first, ho)) return;
     for (a = 0; a < z->pv; ++a) { /* at: now position lo + j's value, stepping round the ring */
         const size_t wrap = r->ring * r->vst + a;
         at = first * r->vst + a;
@@ -8156,7 +8196,7 @@ MHA__PRIVATE MHA__NOINLINE void mha__q16_decode(mha__q16 *c) {
 MHA__PRIVATE size_t mha__q16_bytes(const mha__q8 *z) {
     size_t t = mha__mul(z->mp, mha__mul(z->kv, mha__add(z->pk, z->pv)));
     t = mha__add(t, mha__add(mha__mul(z->h, mha__add(z->pq, z->pv)), mha__q8_x16(z)));
-    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 9)), 7 + MHA__Q16_STATE);
+    return mha__add(mha__add(mha__mul(t, 2), mha__mul(z->m, 11)), 7 + MHA__Q16_STATE);
 }
 
 MHADEF size_t mha_q16_workspace_size(const mha_shape *shape, int32_t batch, int32_t n, int32_t m) {
@@ -8213,7 +8253,7 @@ MHA__PRIVATE MHA__NOINLINE mha__q16 *mha__q16_start(void *workspace, const mha__
     size_t t;
     for (t = 0; t < sizeof *z; ++t) ((volatile unsigned char *)&c->z)[t] = ((const unsigned char *)z)[t];
     c->sc = (int64_t *)(void *)((unsigned char *)c + MHA__Q16_STATE);
-    c->kp = (int16_t *)(void *)(c->sc + z->m);
+    c->kp = MHA__Q16_P16(c) + z->m;
     c->vp = c->kp + z->mp * z->kv * z->pk;
     c->qp = c->vp + z->mp * z->kv * z->pv;
     c->cat = c->qp + z->h * z->pq;
