@@ -7904,11 +7904,12 @@ typedef struct mha__q16 {
    y[r] = rescale_r(sum_c W[r][c] x_c + b[r]), clamped to int16; the sum in
    int64 (|sum| < 2^38), the bias saturated into [-2^47, 2^47] first. The
    products are int8's (Helium, DSP or plain C, with x in place of x - zx:
-   on DSP cores copied into x16 in mha__q8_offset's order), over runs of at most MHA__Q16_RUN columns, each run's sum exact in int32
-   (504 products of at most 2^22: < 2^31) and added in int64: four rows a
-   pass by mha__q8_dot4 where the core has it and x is one run, two by
-   mha__q8_dot2, the last by mha__q8_dot. At -Os (the size and stack
-   budgets) one row at a time in plain C. */
+   on DSP cores copied into x16 in mha__q8_offset's order), over runs of at
+   most MHA__Q16_RUN columns, each run's sum exact in int32 (504 products of
+   at most 2^22: < 2^31) and added in int64: four rows a pass by
+   mha__q8_dot4 where the core has it and x is one run, two by mha__q8_dot2,
+   the last by mha__q8_dot. At -Os (the size and stack budgets) one row at
+   a time in plain C. */
 #define MHA__Q16_RUN ((size_t)504)
 #if defined(__OPTIMIZE_SIZE__)
 #define MHA__Q16_PRODUCTS 0
@@ -7928,7 +7929,7 @@ MHA__PRIVATE void mha__q16_linear(const mha__q16 *c, int which, const int16_t *x
     const size_t rows = which == 0 ? z->h * z->pq : which == 1 ? z->kv * z->pk : which == 2 ? z->kv * z->pv : z->po;
     const size_t d = which == 0 ? z->dq : which == 1 ? z->dk : which == 2 ? z->dv : z->h * z->pv;
     size_t r = 0, k, len, j;
-    if (MHA__Q16_PRODUCTS && MHA__Q8_DSP) { /* x in the products' order: in each whole group of four, 0 2 1 3 (bits 0 and 1 swapped) */
+    if (MHA__Q16_PRODUCTS && MHA__Q8_DSP) { /* x in their order: each whole group of four as 0 2 1 3 */
         for (k = 0; k < d; ++k) c->x16[k] = x[k < (d & ~(size_t)3) ? (k & ~(size_t)3) | (k & 1) << 1 | (k >> 1 & 1) : k];
         x = c->x16;
     }
